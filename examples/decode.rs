@@ -1,0 +1,2 @@
+//! Example.
+fn main() {}

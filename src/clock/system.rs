@@ -1,0 +1,94 @@
+//! Clocks that read the operating system's realtime clock.
+
+use super::Clock;
+use crate::platform;
+
+/// The standard library's wall clock, [`SystemTime::now`](std::time::SystemTime::now).
+///
+/// On Linux that is `clock_gettime(CLOCK_REALTIME)` through the vDSO: tens of
+/// nanoseconds, no system call, as long as the kernel's clock source allows it
+/// (`tsc` does; `xen` and some hypervisors' do not, and then every read is a
+/// system call: see [`SyscallClock`]). The default clock of every generator.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Clock, SystemClock};
+///
+/// assert!(SystemClock.unix_nanos() > 1_700_000_000_000_000_000); // after 2023
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[inline]
+    fn unix_nanos(&self) -> u64 {
+        platform::std_realtime_nanos()
+    }
+}
+
+/// `CLOCK_REALTIME_COARSE` on Linux: the cheapest clock read there is, but only
+/// as fine as the kernel tick (1–10 ms; 4 ms on a common `HZ=250` kernel).
+///
+/// With a 1 ms layout, a coarse clock makes the timestamp advance in 4 ms steps:
+/// IDs stay unique and ordered, but a generator can issue at most one step's
+/// worth of sequence numbers per step, a quarter of the layout's rate. Suits
+/// layouts whose unit is at least the tick (Sonyflake's 10 ms).
+///
+/// On other platforms this is [`SystemClock`].
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Clock, CoarseClock, SystemClock};
+///
+/// let coarse = CoarseClock.unix_nanos();
+/// assert!(coarse.abs_diff(SystemClock.unix_nanos()) < 1_000_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CoarseClock;
+
+impl CoarseClock {
+    /// Whether this platform has a separate coarse clock (Linux); if not, it is
+    /// [`SystemClock`].
+    pub const IS_NATIVE: bool = platform::NATIVE;
+}
+
+impl Clock for CoarseClock {
+    #[inline]
+    fn unix_nanos(&self) -> u64 {
+        platform::coarse_realtime_nanos()
+    }
+}
+
+/// `CLOCK_REALTIME` read with a real system call on Linux, never the vDSO.
+///
+/// Each read costs hundreds of nanoseconds. That is the point: it reproduces on
+/// any Linux machine what every clock read costs under a hypervisor whose clock
+/// the vDSO cannot read, the case where clock-reading generators fall far
+/// behind the ticker (see the crate's benchmarks).
+///
+/// On other platforms this is [`SystemClock`].
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Clock, SyscallClock, SystemClock};
+///
+/// assert!(SyscallClock.unix_nanos().abs_diff(SystemClock.unix_nanos()) < 1_000_000_000);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SyscallClock;
+
+impl SyscallClock {
+    /// Whether this platform reads the clock with a real system call (Linux);
+    /// if not, it is [`SystemClock`].
+    pub const IS_NATIVE: bool = platform::NATIVE;
+}
+
+impl Clock for SyscallClock {
+    #[inline]
+    fn unix_nanos(&self) -> u64 {
+        platform::syscall_realtime_nanos()
+    }
+}

@@ -1,0 +1,301 @@
+//! The ticker strategy: a background thread reads the clock so callers need not.
+
+use core::fmt;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crossbeam_utils::{Backoff, CachePadded};
+
+use super::builder::Config;
+use super::state::{TickCounter, TickRules, Verdict};
+use super::{IdGenerator, fill, wait};
+use crate::clock::{Clock, SystemClock};
+use crate::error::Error;
+use crate::id::Snowflake;
+use crate::layout::Layout;
+use crate::platform;
+use crate::sync::{AtomicU64, Ordering};
+
+/// A background thread reads the clock once per time unit; callers never do.
+///
+/// At every unit boundary the thread (named `flakegen-ticker`) publishes the
+/// current unit and moves the tick counter to its start. A call is then one
+/// `fetch_add` and one load from the same cache line, whatever the clock costs
+/// to read: under a hypervisor where each clock read is a system call of
+/// hundreds of nanoseconds, this is the strategy that still reaches the
+/// layout's rate (see the crate's `no_vdso` benchmark).
+///
+/// The thread is not trusted to run. Callers that have used up the current
+/// unit wait briefly for it, then read the clock themselves and publish what
+/// they read, so `next_id` makes progress when the thread is starved of CPU
+/// (more busy threads than cores) or gone (after `fork`). Timestamps can lag
+/// the clock by up to one unit plus however late the thread is.
+///
+/// Dropping the generator stops and joins the thread at once, without sleeping
+/// out the unit.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Builder, IdGenerator, Layout};
+///
+/// let generator = Builder::new().layout(Layout::DISCORD).worker(0b00001_00000).build_ticker()?;
+/// let id = generator.next_id()?;
+/// let parts = Layout::DISCORD.decode(id)?;
+/// assert_eq!((parts.worker >> 5, parts.worker & 31), (1, 0)); // internal worker 1, process 0
+/// drop(generator); // stops the thread
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+pub struct TickerGenerator<C: Clock + 'static = SystemClock> {
+    shared: Arc<Shared<C>>,
+    thread: Option<JoinHandle<()>>,
+    worker: u64,
+    worker_field: u64,
+}
+
+/// What the generator and its thread share.
+struct Shared<C> {
+    /// The two words every call touches, on one cache line: a call's
+    /// `fetch_add` brings the line in and the load of `now` finds it there.
+    hot: CachePadded<Hot>,
+    clock: C,
+    layout: Layout,
+    rules: TickRules,
+    stop: AtomicBool,
+}
+
+struct Hot {
+    /// The last tick issued (table in the `state` module).
+    last: TickCounter,
+    /// The latest unit read from the clock, by the thread or a caller. Follows
+    /// the clock down when it steps back, so it bounds issued timestamps.
+    now: AtomicU64,
+}
+
+impl<C: Clock> Shared<C> {
+    /// Publishes unit `now` and moves the counter to its start.
+    fn advance(&self, now: u64) {
+        // Relaxed: the Release of `raise` below orders this store before the
+        // counter moves, for callers that Acquire the counter (see `TickCounter::take`).
+        self.hot.now.store(now, Ordering::Relaxed);
+        self.hot.last.raise(self.rules.floor(now));
+    }
+
+    fn tick(&self) -> u64 {
+        let now_nanos = self.clock.unix_nanos();
+        self.advance(self.layout.units_since_epoch(now_nanos));
+        now_nanos
+    }
+
+    /// Waits until tick `end` may be issued, i.e. the clock reaches unit `target`.
+    #[cold]
+    fn wait_for(&self, target: u64) {
+        // The thread normally publishes within microseconds of a boundary.
+        let backoff = Backoff::new();
+        while !backoff.is_completed() {
+            // Relaxed: a late value only prolongs the wait.
+            if self.hot.now.load(Ordering::Relaxed) >= target {
+                return;
+            }
+            backoff.snooze();
+        }
+        // Late, starved or gone: read the clock, and tell the other callers.
+        let now_nanos = wait::until_unit(&self.clock, &self.layout, target);
+        self.advance(self.layout.units_since_epoch(now_nanos));
+    }
+
+    /// The background thread's loop.
+    fn run(&self) {
+        platform::tighten_timer_slack();
+        let unit = self.layout.unit().as_nanos() as u64;
+        // Acquire: pairs with the Release store in `Drop`; nothing else is
+        // published through the flag, but it keeps the shutdown easy to reason about.
+        while !self.stop.load(std::sync::atomic::Ordering::Acquire) {
+            let now_nanos = self.tick();
+            // An absolute deadline from the clock, so sleeps do not accumulate drift.
+            let next = self
+                .layout
+                .unit_start_nanos(self.layout.units_since_epoch(now_nanos) + 1);
+            let nap = match next.checked_sub(now_nanos) {
+                Some(nap) if nap > 0 => nap.min(unit),
+                _ => unit, // past the layout's end: nothing to publish, poll slowly
+            };
+            // Woken early by `Drop`; spurious wake-ups only tick again.
+            thread::park_timeout(Duration::from_nanos(nap));
+        }
+    }
+}
+
+impl TickerGenerator<SystemClock> {
+    /// A generator for `worker` with the defaults of [`Builder`](crate::Builder).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Builder::build_ticker`](crate::Builder::build_ticker).
+    pub fn new(worker: u64) -> Result<Self, Error> {
+        crate::Builder::new().worker(worker).build_ticker()
+    }
+}
+
+impl<C: Clock + 'static> TickerGenerator<C> {
+    pub(crate) fn from_config(config: Config<C>) -> Result<Self, Error> {
+        let shared = Arc::new(Shared {
+            hot: CachePadded::new(Hot {
+                last: TickCounter::new(config.last),
+                now: AtomicU64::new(0),
+            }),
+            clock: config.clock,
+            layout: config.layout,
+            rules: config.rules,
+            stop: AtomicBool::new(false),
+        });
+        // The first unit is published before anyone can call.
+        shared.tick();
+        let thread = if config.ticker_thread {
+            let for_thread = Arc::clone(&shared);
+            let handle = thread::Builder::new()
+                .name("flakegen-ticker".into())
+                .spawn(move || for_thread.run())
+                .map_err(Error::TickerSpawn)?;
+            Some(handle)
+        } else {
+            None
+        };
+        Ok(TickerGenerator {
+            shared,
+            thread,
+            worker: config.worker,
+            worker_field: config.worker_field,
+        })
+    }
+
+    /// Reads the clock and publishes the current unit, as the background thread
+    /// does at every boundary.
+    ///
+    /// Needed only when built with [`ticker_thread(false)`](crate::Builder::ticker_thread),
+    /// to drive time from an event loop; harmless otherwise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flakegen::{Builder, IdGenerator, Layout, ManualClock};
+    ///
+    /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
+    /// let generator = Builder::new().clock(clock.clone()).ticker_thread(false).build_ticker()?;
+    /// let a = generator.next_id()?;
+    /// clock.advance(Duration::from_millis(5));
+    /// generator.tick();
+    /// let b = generator.next_id()?;
+    /// let layout = generator.layout();
+    /// assert_eq!(layout.decode(b)?.timestamp - layout.decode(a)?.timestamp, 5);
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub fn tick(&self) {
+        self.shared.tick();
+    }
+
+    /// Whether a background thread is running for this generator.
+    pub fn has_thread(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    #[inline]
+    fn issue(&self, count: u64) -> Result<u64, Error> {
+        let hot = &self.shared.hot;
+        let first = hot.last.take(count, 0);
+        // Relaxed: ordered after the counter by `take`'s Acquire (see there).
+        let now = hot.now.load(Ordering::Relaxed);
+        match self.shared.rules.verdict(first + (count - 1), now) {
+            Verdict::Ready => Ok(first),
+            Verdict::WaitUntil(unit) => {
+                self.shared.wait_for(unit);
+                Ok(first)
+            }
+            Verdict::Exhausted => Err(wait::exhausted(&self.shared.layout)),
+        }
+    }
+
+    #[inline]
+    fn compose(&self, tick: u64) -> Snowflake {
+        Snowflake::from_u64(self.shared.layout.compose_tick(tick, self.worker_field))
+    }
+}
+
+impl<C: Clock + 'static> IdGenerator for TickerGenerator<C> {
+    #[inline]
+    fn next_id(&self) -> Result<Snowflake, Error> {
+        Ok(self.compose(self.issue(1)?))
+    }
+
+    fn try_next_id(&self) -> Result<Snowflake, Error> {
+        let shared = &*self.shared;
+        // Relaxed: a stale unit only makes the attempt more conservative.
+        let now = shared.hot.now.load(Ordering::Relaxed);
+        match shared.hot.last.try_take(shared.rules, 1, now) {
+            Ok(tick) => return Ok(self.compose(tick)),
+            Err(Verdict::Exhausted) => return Err(wait::exhausted(&shared.layout)),
+            Err(_) => {}
+        }
+        // The ticker may just be late: check the clock once before giving up.
+        let now_nanos = shared.tick();
+        let now = shared.layout.units_since_epoch(now_nanos);
+        match shared.hot.last.try_take(shared.rules, 1, now) {
+            Ok(tick) => Ok(self.compose(tick)),
+            Err(Verdict::WaitUntil(unit)) => {
+                Err(wait::would_block(&shared.layout, unit, now_nanos))
+            }
+            Err(_) => Err(wait::exhausted(&shared.layout)),
+        }
+    }
+
+    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+        let count = ids.len() as u64;
+        if count == 0 {
+            return Ok(());
+        }
+        // As in the atomic strategy: no batch adds to an exhausted counter.
+        if self.shared.hot.last.last() >= self.shared.rules.max_tick() {
+            return Err(wait::exhausted(&self.shared.layout));
+        }
+        let first = self.issue(count)?;
+        fill(&self.shared.layout, self.worker_field, first, ids);
+        Ok(())
+    }
+
+    fn layout(&self) -> &Layout {
+        &self.shared.layout
+    }
+
+    fn worker(&self) -> u64 {
+        self.worker
+    }
+}
+
+impl<C: Clock + 'static> Drop for TickerGenerator<C> {
+    fn drop(&mut self) {
+        if let Some(thread) = self.thread.take() {
+            // Release: see `Shared::run`.
+            self.shared
+                .stop
+                .store(true, std::sync::atomic::Ordering::Release);
+            thread.thread().unpark();
+            // A panic in the thread is already reported by the panic hook; the
+            // generator is going away either way.
+            let _ = thread.join();
+        }
+    }
+}
+
+impl<C: Clock + 'static> fmt::Debug for TickerGenerator<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TickerGenerator")
+            .field("layout", &self.shared.layout)
+            .field("worker", &self.worker)
+            .field("last_tick", &self.shared.hot.last.last())
+            .field("has_thread", &self.has_thread())
+            .finish_non_exhaustive()
+    }
+}

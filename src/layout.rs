@@ -1,0 +1,748 @@
+//! Bit layouts: where timestamp, worker id and sequence sit in 64 bits.
+//!
+//! All of the crate's bit arithmetic lives here.
+
+use core::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::divisor::Divisor;
+use crate::error::{Error, LayoutError, Part};
+use crate::id::Snowflake;
+
+const NANOS_PER_MILLI: u64 = 1_000_000;
+
+/// The order of the two fields below the timestamp.
+///
+/// The timestamp is always the most significant field, so IDs sort by time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FieldOrder {
+    /// `timestamp | worker | sequence`, as Twitter, Discord and Instagram do.
+    WorkerSequence,
+    /// `timestamp | sequence | worker`, as Sonyflake does.
+    SequenceWorker,
+}
+
+/// How a [`Snowflake`] divides its 64 bits, and what its timestamp counts.
+///
+/// ```text
+/// Layout::TWITTER (63 bits used, the sign bit stays clear):
+///
+///  6 6                                                 2 2
+///  3 2                                                 2 1          1 1
+/// +-+---------------------------------------------------+------------+------------+
+/// |0|     timestamp: 41 bits of ms since 2010-11-04      | worker: 10 | seq: 12    |
+/// +-+---------------------------------------------------+------------+------------+
+/// ```
+///
+/// | preset | timestamp | worker | sequence | unit | epoch | IDs/s per worker | runs out |
+/// |---|---|---|---|---|---|---|---|
+/// | [`TWITTER`](Layout::TWITTER) | 41 | 10 | 12 | 1 ms | 2010-11-04T01:42:54.657Z | 4,096,000 | 2080-07-10 |
+/// | [`DISCORD`](Layout::DISCORD) | 42 | 10 (5 worker + 5 process) | 12 | 1 ms | 2015-01-01 | 4,096,000 | 2154-05-15 |
+/// | [`SONYFLAKE`](Layout::SONYFLAKE) | 39 | 16, *below* the sequence | 8 | 10 ms | 2014-09-01 | 25,600 | 2188-11-16 |
+/// | [`INSTAGRAM`](Layout::INSTAGRAM) | 41 | 13 (shard) | 10 | 1 ms | 2011-08-24T21:07:01.721Z | 1,024,000 | 2081-04-30 |
+///
+/// Discord and Instagram use all 64 bits, so their IDs pass `i64::MAX` (and stop
+/// fitting a signed `BIGINT`) halfway through their lifetime: in 2084 and 2046.
+///
+/// A layout is `Copy` and its constructors are `const`, so it can live in a
+/// `const` or `static`.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Layout, Snowflake};
+///
+/// let parts = Layout::TWITTER.decode(Snowflake::from_u64(1050118621198921728))?;
+/// assert_eq!((parts.worker, parts.sequence), (347, 0));
+/// assert_eq!(Layout::TWITTER.unix_millis_of(parts.timestamp), 1539202764211); // 2018-10-10T20:19:24.211Z
+/// assert_eq!(Layout::TWITTER.ids_per_second(), 4_096_000);
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Layout {
+    timestamp_bits: u32,
+    worker_bits: u32,
+    sequence_bits: u32,
+    order: FieldOrder,
+    unit_nanos: u64,
+    epoch_unix_nanos: u64,
+    // Derived from the fields above, kept so the hot path does no work twice.
+    worker_shift: u32,
+    sequence_shift: u32,
+    unit_divisor: Divisor,
+}
+
+/// The three fields of an ID, as numbers.
+///
+/// `timestamp` counts the layout's units since its epoch; turn it into a time
+/// with [`Layout::time_of`] or [`Layout::unix_millis_of`].
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Layout, Parts};
+///
+/// let parts = Parts { timestamp: 1_000, worker: 7, sequence: 42 };
+/// let id = Layout::TWITTER.compose(parts)?;
+/// assert_eq!(Layout::TWITTER.decode(id)?, parts);
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Parts {
+    /// Time units since the layout's epoch.
+    pub timestamp: u64,
+    /// The worker (machine, shard, process) id.
+    pub worker: u64,
+    /// The sequence number within the time unit.
+    pub sequence: u64,
+}
+
+/// Builds a custom [`Layout`]; start from [`Layout::builder`].
+///
+/// Every setter is `const`, so a custom layout can be a `const` too (see
+/// [`build_const`](LayoutBuilder::build_const)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use flakegen::{FieldOrder, Layout};
+///
+/// // 40 bits of centiseconds since 2024-01-01, 8 worker bits, 15 sequence bits.
+/// let layout = Layout::builder()
+///     .timestamp_bits(40)
+///     .worker_bits(8)
+///     .sequence_bits(15)
+///     .unit(Duration::from_millis(10))
+///     .epoch_unix_millis(1_704_067_200_000)
+///     .field_order(FieldOrder::WorkerSequence)
+///     .build()?;
+/// assert_eq!(layout.max_worker(), 255);
+/// assert_eq!(layout.ids_per_second(), 3_276_800);
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[must_use = "a builder does nothing until `build` is called"]
+pub struct LayoutBuilder {
+    timestamp_bits: u32,
+    worker_bits: u32,
+    sequence_bits: u32,
+    order: FieldOrder,
+    unit_nanos: u128,
+    epoch_unix_millis: u64,
+}
+
+impl LayoutBuilder {
+    /// Width of the timestamp field in bits.
+    pub const fn timestamp_bits(mut self, bits: u32) -> Self {
+        self.timestamp_bits = bits;
+        self
+    }
+
+    /// Width of the worker field in bits (0 for a single worker).
+    pub const fn worker_bits(mut self, bits: u32) -> Self {
+        self.worker_bits = bits;
+        self
+    }
+
+    /// Width of the sequence field in bits: `2^bits` IDs per time unit per worker.
+    pub const fn sequence_bits(mut self, bits: u32) -> Self {
+        self.sequence_bits = bits;
+        self
+    }
+
+    /// Order of the worker and sequence fields.
+    pub const fn field_order(mut self, order: FieldOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Length of one timestamp unit.
+    pub const fn unit(mut self, unit: Duration) -> Self {
+        self.unit_nanos = unit.as_nanos();
+        self
+    }
+
+    /// The epoch: the instant timestamp 0 stands for, in milliseconds since 1970.
+    pub const fn epoch_unix_millis(mut self, millis: u64) -> Self {
+        self.epoch_unix_millis = millis;
+        self
+    }
+
+    /// Validates the layout.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidLayout`] when the timestamp has no bits, the fields add up
+    /// to more than 64 bits, timestamp and sequence take all 64, the unit is zero
+    /// or longer than `u64::MAX` ns, or the layout runs past the year 2554.
+    pub const fn build(self) -> Result<Layout, Error> {
+        match self.check() {
+            Ok(layout) => Ok(layout),
+            Err(e) => Err(Error::InvalidLayout(e)),
+        }
+    }
+
+    /// Validates the layout at compile time, for `const` layouts.
+    ///
+    /// # Panics
+    ///
+    /// When [`build`](Self::build) would return an error; in a `const` item that
+    /// is a compile error, never a run-time panic.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::Layout;
+    ///
+    /// const WIDE: Layout = Layout::builder().worker_bits(0).sequence_bits(22).build_const();
+    /// assert_eq!(WIDE.max_sequence(), (1 << 22) - 1);
+    /// ```
+    pub const fn build_const(self) -> Layout {
+        match self.check() {
+            Ok(layout) => layout,
+            Err(_) => panic!("invalid flakegen layout: see LayoutBuilder::build for the rules"),
+        }
+    }
+
+    const fn check(self) -> Result<Layout, LayoutError> {
+        let (ts, w, s) = (self.timestamp_bits, self.worker_bits, self.sequence_bits);
+        if ts == 0 {
+            return Err(LayoutError::NoTimestampBits);
+        }
+        // Each width is checked alone first so the sum below cannot overflow.
+        if ts > 64 || w > 64 || s > 64 || ts + w + s > 64 {
+            let total = ts.saturating_add(w).saturating_add(s);
+            return Err(LayoutError::TooManyBits { total });
+        }
+        if ts + s > 63 {
+            return Err(LayoutError::NoHeadroom);
+        }
+        if self.unit_nanos == 0 {
+            return Err(LayoutError::ZeroUnit);
+        }
+        if self.unit_nanos > u64::MAX as u128 {
+            return Err(LayoutError::UnitTooLarge);
+        }
+        let epoch_nanos = self.epoch_unix_millis as u128 * NANOS_PER_MILLI as u128;
+        // ts <= 63 and unit < 2^64, so the product fits in u128.
+        let end_nanos = epoch_nanos + (1u128 << ts) * self.unit_nanos;
+        if end_nanos > u64::MAX as u128 {
+            return Err(LayoutError::OutlivesClock);
+        }
+        let (worker_shift, sequence_shift) = match self.order {
+            FieldOrder::WorkerSequence => (s, 0),
+            FieldOrder::SequenceWorker => (0, w),
+        };
+        Ok(Layout {
+            timestamp_bits: ts,
+            worker_bits: w,
+            sequence_bits: s,
+            order: self.order,
+            unit_nanos: self.unit_nanos as u64,
+            epoch_unix_nanos: epoch_nanos as u64,
+            worker_shift,
+            sequence_shift,
+            unit_divisor: Divisor::new(self.unit_nanos as u64),
+        })
+    }
+}
+
+const fn mask(bits: u32) -> u64 {
+    if bits == 0 {
+        0
+    } else {
+        u64::MAX >> (64 - bits)
+    }
+}
+
+impl Layout {
+    /// Twitter's original layout: 41 bits of milliseconds since
+    /// 2010-11-04T01:42:54.657Z (epoch 1288834974657), 10 worker bits,
+    /// 12 sequence bits; the sign bit stays clear. Runs out in July 2080.
+    pub const TWITTER: Layout = Layout::builder().build_const();
+
+    /// Discord's layout: 42 bits of milliseconds since 2015-01-01, a 10-bit
+    /// worker field that Discord splits into a 5-bit internal worker id (high)
+    /// and a 5-bit process id (low), 12 sequence bits. Uses all 64 bits.
+    pub const DISCORD: Layout = Layout::builder()
+        .timestamp_bits(42)
+        .epoch_unix_millis(1_420_070_400_000)
+        .build_const();
+
+    /// Sonyflake's layout: 39 bits of 10 ms units since 2014-09-01, then an
+    /// 8-bit sequence, then a 16-bit machine id in the low bits (note the
+    /// order: the sequence sits *above* the worker). 25,600 IDs/s per machine.
+    pub const SONYFLAKE: Layout = Layout::builder()
+        .timestamp_bits(39)
+        .sequence_bits(8)
+        .worker_bits(16)
+        .field_order(FieldOrder::SequenceWorker)
+        .unit(Duration::from_millis(10))
+        .epoch_unix_millis(1_409_529_600_000)
+        .build_const();
+
+    /// Instagram's layout, from the PL/pgSQL `next_id` function they published:
+    /// 41 bits of milliseconds since 1314220021721, a 13-bit shard id, a 10-bit
+    /// sequence. Uses all 64 bits.
+    pub const INSTAGRAM: Layout = Layout::builder()
+        .worker_bits(13)
+        .sequence_bits(10)
+        .epoch_unix_millis(1_314_220_021_721)
+        .build_const();
+
+    /// Starts a custom layout, with [`Layout::TWITTER`]'s settings as defaults.
+    pub const fn builder() -> LayoutBuilder {
+        LayoutBuilder {
+            timestamp_bits: 41,
+            worker_bits: 10,
+            sequence_bits: 12,
+            order: FieldOrder::WorkerSequence,
+            unit_nanos: NANOS_PER_MILLI as u128,
+            epoch_unix_millis: 1_288_834_974_657,
+        }
+    }
+
+    /// Width of the timestamp field in bits.
+    pub const fn timestamp_bits(&self) -> u32 {
+        self.timestamp_bits
+    }
+
+    /// Width of the worker field in bits.
+    pub const fn worker_bits(&self) -> u32 {
+        self.worker_bits
+    }
+
+    /// Width of the sequence field in bits.
+    pub const fn sequence_bits(&self) -> u32 {
+        self.sequence_bits
+    }
+
+    /// Order of the worker and sequence fields.
+    pub const fn field_order(&self) -> FieldOrder {
+        self.order
+    }
+
+    /// Bits used in all; IDs of a layout with fewer than 64 never set the rest.
+    pub const fn total_bits(&self) -> u32 {
+        self.timestamp_bits + self.worker_bits + self.sequence_bits
+    }
+
+    /// Length of one timestamp unit.
+    pub const fn unit(&self) -> Duration {
+        Duration::from_nanos(self.unit_nanos)
+    }
+
+    /// The instant timestamp 0 stands for.
+    pub fn epoch(&self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(self.epoch_unix_nanos)
+    }
+
+    /// The largest timestamp (units since the epoch) the layout can hold.
+    pub const fn max_timestamp(&self) -> u64 {
+        mask(self.timestamp_bits)
+    }
+
+    /// The largest worker id the layout can hold.
+    pub const fn max_worker(&self) -> u64 {
+        mask(self.worker_bits)
+    }
+
+    /// The largest sequence number the layout can hold.
+    pub const fn max_sequence(&self) -> u64 {
+        mask(self.sequence_bits)
+    }
+
+    /// IDs one worker can issue per time unit: `2^sequence_bits`.
+    pub const fn ids_per_unit(&self) -> u64 {
+        1 << self.sequence_bits
+    }
+
+    /// IDs one worker can issue per second, the ceiling of every generator.
+    pub const fn ids_per_second(&self) -> u64 {
+        ((self.ids_per_unit() as u128 * 1_000_000_000) / self.unit_nanos as u128) as u64
+    }
+
+    /// How long the timestamp lasts from the epoch: `2^timestamp_bits` units.
+    pub const fn lifetime(&self) -> Duration {
+        // Validation keeps epoch + lifetime within u64 nanoseconds.
+        Duration::from_nanos((1u64 << self.timestamp_bits) * self.unit_nanos)
+    }
+
+    /// The first instant the layout cannot represent: no ID can be issued from then on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::UNIX_EPOCH;
+    /// use flakegen::Layout;
+    ///
+    /// let end = Layout::TWITTER.exhausted_at().duration_since(UNIX_EPOCH).unwrap();
+    /// assert_eq!(end.as_millis(), 1288834974657 + (1 << 41)); // 2080-07-10
+    /// ```
+    pub fn exhausted_at(&self) -> SystemTime {
+        self.epoch() + self.lifetime()
+    }
+
+    /// Puts parts together into an ID.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::PartOutOfRange`] when a part does not fit its field.
+    pub const fn compose(&self, parts: Parts) -> Result<Snowflake, Error> {
+        let checks = [
+            (Part::Timestamp, parts.timestamp, self.max_timestamp()),
+            (Part::Worker, parts.worker, self.max_worker()),
+            (Part::Sequence, parts.sequence, self.max_sequence()),
+        ];
+        let mut i = 0;
+        while i < checks.len() {
+            let (part, value, max) = checks[i];
+            if value > max {
+                return Err(Error::PartOutOfRange { part, value, max });
+            }
+            i += 1;
+        }
+        let tick = (parts.timestamp << self.sequence_bits) | parts.sequence;
+        Ok(Snowflake::from_u64(
+            self.compose_tick(tick, self.worker_field(parts.worker)),
+        ))
+    }
+
+    /// Takes an ID apart.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IdOutsideLayout`] when the ID has bits set above the layout's fields.
+    pub const fn decode(&self, id: Snowflake) -> Result<Parts, Error> {
+        let raw = id.as_u64();
+        let bits = self.total_bits();
+        if bits < 64 && raw >> bits != 0 {
+            return Err(Error::IdOutsideLayout { id: raw, bits });
+        }
+        Ok(Parts {
+            timestamp: raw >> (self.worker_bits + self.sequence_bits),
+            worker: (raw >> self.worker_shift) & self.max_worker(),
+            sequence: (raw >> self.sequence_shift) & self.max_sequence(),
+        })
+    }
+
+    /// The instant a timestamp stands for (the start of its unit).
+    ///
+    /// Timestamps above [`max_timestamp`](Self::max_timestamp) are treated as the maximum.
+    pub fn time_of(&self, timestamp: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_nanos(self.unit_start_nanos(timestamp))
+    }
+
+    /// The instant a timestamp stands for, in milliseconds since 1970.
+    ///
+    /// Timestamps above [`max_timestamp`](Self::max_timestamp) are treated as the maximum.
+    pub const fn unix_millis_of(&self, timestamp: u64) -> u64 {
+        self.unit_start_nanos(timestamp) / NANOS_PER_MILLI
+    }
+
+    // ---- crate-internal arithmetic for the generators ----
+
+    /// Whole units from the epoch to `unix_nanos`; 0 for a time before the epoch.
+    #[inline]
+    pub(crate) const fn units_since_epoch(&self, unix_nanos: u64) -> u64 {
+        self.unit_divisor
+            .divide(unix_nanos.saturating_sub(self.epoch_unix_nanos))
+    }
+
+    /// Unix nanoseconds at which unit `units` begins (clamped to the layout's range).
+    #[inline]
+    pub(crate) const fn unit_start_nanos(&self, units: u64) -> u64 {
+        let units = if units > self.max_timestamp() + 1 {
+            self.max_timestamp() + 1
+        } else {
+            units
+        };
+        // Validation guarantees epoch + 2^timestamp_bits units fits in u64.
+        self.epoch_unix_nanos + units * self.unit_nanos
+    }
+
+    /// The worker id moved to its place in an ID.
+    #[inline]
+    pub(crate) const fn worker_field(&self, worker: u64) -> u64 {
+        worker << self.worker_shift
+    }
+
+    /// An ID from a *tick* (`timestamp << sequence_bits | sequence`, the
+    /// generators' packed logical clock) and a placed worker field.
+    #[inline]
+    pub(crate) const fn compose_tick(&self, tick: u64, worker_field: u64) -> u64 {
+        let sequence_mask = self.max_sequence();
+        ((tick & !sequence_mask) << self.worker_bits)
+            | ((tick & sequence_mask) << self.sequence_shift)
+            | worker_field
+    }
+
+    /// The tick an ID was made at (its timestamp and sequence, packed).
+    pub(crate) const fn tick_of(&self, parts: Parts) -> u64 {
+        (parts.timestamp << self.sequence_bits) | parts.sequence
+    }
+}
+
+impl Default for Layout {
+    /// [`Layout::TWITTER`].
+    fn default() -> Self {
+        Layout::TWITTER
+    }
+}
+
+impl fmt::Debug for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Layout")
+            .field("timestamp_bits", &self.timestamp_bits)
+            .field("worker_bits", &self.worker_bits)
+            .field("sequence_bits", &self.sequence_bits)
+            .field("order", &self.order)
+            .field("unit", &self.unit())
+            .field(
+                "epoch_unix_millis",
+                &(self.epoch_unix_nanos / NANOS_PER_MILLI),
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PRESETS: [(&str, Layout); 4] = [
+        ("twitter", Layout::TWITTER),
+        ("discord", Layout::DISCORD),
+        ("sonyflake", Layout::SONYFLAKE),
+        ("instagram", Layout::INSTAGRAM),
+    ];
+
+    #[test]
+    fn decodes_the_published_twitter_id() {
+        // https://twitter.com/.../status/1050118621198921728, posted 2018-10-10T20:19:24.211Z.
+        let parts = Layout::TWITTER
+            .decode(Snowflake::from_u64(1_050_118_621_198_921_728))
+            .unwrap();
+        assert_eq!(parts.worker, 347);
+        assert_eq!(parts.sequence, 0);
+        assert_eq!(
+            Layout::TWITTER.unix_millis_of(parts.timestamp),
+            1_539_202_764_211
+        );
+    }
+
+    #[test]
+    fn decodes_a_discord_id() {
+        // Discord's documented example: 175928847299117063 is 2016-04-30T11:18:25.796Z,
+        // internal worker 1, process 0, increment 7.
+        let parts = Layout::DISCORD
+            .decode(Snowflake::from_u64(175_928_847_299_117_063))
+            .unwrap();
+        assert_eq!(
+            Layout::DISCORD.unix_millis_of(parts.timestamp),
+            1_462_015_105_796
+        );
+        assert_eq!(
+            (parts.worker >> 5, parts.worker & 31, parts.sequence),
+            (1, 0, 7)
+        );
+    }
+
+    #[test]
+    fn sonyflake_puts_the_sequence_above_the_machine_id() {
+        let id = Layout::SONYFLAKE
+            .compose(Parts {
+                timestamp: 3,
+                worker: 0xABCD,
+                sequence: 0x12,
+            })
+            .unwrap();
+        assert_eq!(id.as_u64(), (3 << 24) | (0x12 << 16) | 0xABCD);
+    }
+
+    #[test]
+    fn presets_report_their_limits() {
+        assert_eq!(Layout::TWITTER.max_worker(), 1023);
+        assert_eq!(Layout::SONYFLAKE.max_worker(), 65_535);
+        assert_eq!(Layout::INSTAGRAM.max_worker(), 8191);
+        assert_eq!(Layout::SONYFLAKE.ids_per_second(), 25_600);
+        assert_eq!(Layout::INSTAGRAM.ids_per_second(), 1_024_000);
+        assert_eq!(Layout::DISCORD.ids_per_second(), 4_096_000);
+        let end_ms = |l: Layout| {
+            l.exhausted_at()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        };
+        assert_eq!(end_ms(Layout::TWITTER), 1_288_834_974_657 + (1 << 41));
+        assert_eq!(end_ms(Layout::DISCORD), 1_420_070_400_000 + (1 << 42));
+        assert_eq!(
+            end_ms(Layout::SONYFLAKE),
+            1_409_529_600_000 + (1 << 39) * 10
+        );
+        assert_eq!(Layout::TWITTER.total_bits(), 63);
+        assert_eq!(Layout::DISCORD.total_bits(), 64);
+    }
+
+    #[test]
+    fn presets_round_trip_their_extreme_parts() {
+        for (name, layout) in PRESETS {
+            for parts in [
+                Parts::default(),
+                Parts {
+                    timestamp: 1,
+                    worker: 1,
+                    sequence: 1,
+                },
+                Parts {
+                    timestamp: layout.max_timestamp(),
+                    worker: layout.max_worker(),
+                    sequence: layout.max_sequence(),
+                },
+                Parts {
+                    timestamp: layout.max_timestamp() / 3,
+                    worker: 0,
+                    sequence: layout.max_sequence(),
+                },
+            ] {
+                let id = layout.compose(parts).unwrap();
+                assert_eq!(layout.decode(id).unwrap(), parts, "{name}");
+                assert_eq!(
+                    layout.tick_of(parts),
+                    (parts.timestamp << layout.sequence_bits) | parts.sequence
+                );
+                let tick = layout.tick_of(parts);
+                assert_eq!(
+                    layout.compose_tick(tick, layout.worker_field(parts.worker)),
+                    id.as_u64(),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn compose_rejects_each_part_out_of_range() {
+        let l = Layout::TWITTER;
+        for (parts, want) in [
+            (
+                Parts {
+                    timestamp: 1 << 41,
+                    worker: 0,
+                    sequence: 0,
+                },
+                Part::Timestamp,
+            ),
+            (
+                Parts {
+                    timestamp: 0,
+                    worker: 1024,
+                    sequence: 0,
+                },
+                Part::Worker,
+            ),
+            (
+                Parts {
+                    timestamp: 0,
+                    worker: 0,
+                    sequence: 4096,
+                },
+                Part::Sequence,
+            ),
+        ] {
+            match l.compose(parts) {
+                Err(Error::PartOutOfRange { part, .. }) => assert_eq!(part, want),
+                other => panic!("expected {want:?} out of range, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn decode_rejects_ids_wider_than_the_layout() {
+        let err = Layout::TWITTER
+            .decode(Snowflake::from_u64(1 << 63))
+            .unwrap_err();
+        assert!(matches!(err, Error::IdOutsideLayout { bits: 63, .. }));
+        assert!(
+            Layout::DISCORD
+                .decode(Snowflake::from_u64(u64::MAX))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn builder_rejects_every_bad_combination() {
+        let b = Layout::builder();
+        let cases = [
+            (b.timestamp_bits(0), LayoutError::NoTimestampBits),
+            (b.timestamp_bits(43), LayoutError::TooManyBits { total: 65 }),
+            (
+                b.worker_bits(u32::MAX),
+                LayoutError::TooManyBits { total: u32::MAX },
+            ),
+            (
+                b.sequence_bits(65),
+                LayoutError::TooManyBits {
+                    total: 41 + 10 + 65,
+                },
+            ),
+            (
+                b.timestamp_bits(40).worker_bits(0).sequence_bits(24),
+                LayoutError::NoHeadroom,
+            ),
+            (b.unit(Duration::ZERO), LayoutError::ZeroUnit),
+            (
+                b.unit(Duration::from_secs(600 * 365 * 86_400)),
+                LayoutError::UnitTooLarge,
+            ),
+            (b.timestamp_bits(45), LayoutError::TooManyBits { total: 67 }),
+            (
+                b.timestamp_bits(45).worker_bits(7),
+                LayoutError::OutlivesClock,
+            ),
+            (b.epoch_unix_millis(u64::MAX), LayoutError::OutlivesClock),
+        ];
+        for (builder, want) in cases {
+            match builder.build() {
+                Err(Error::InvalidLayout(got)) => assert_eq!(got, want, "{builder:?}"),
+                other => panic!("{builder:?}: expected {want:?}, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn builder_accepts_edge_layouts() {
+        let one_per_unit = Layout::builder().sequence_bits(0).build().unwrap();
+        assert_eq!(one_per_unit.ids_per_unit(), 1);
+        let single_worker = Layout::builder()
+            .worker_bits(0)
+            .sequence_bits(22)
+            .build()
+            .unwrap();
+        assert_eq!(single_worker.max_worker(), 0);
+        let nanos = Layout::builder()
+            .timestamp_bits(61)
+            .worker_bits(1)
+            .sequence_bits(2)
+            .unit(Duration::from_nanos(1))
+            .epoch_unix_millis(0)
+            .build()
+            .unwrap();
+        assert_eq!(nanos.units_since_epoch(123_456_789), 123_456_789);
+    }
+
+    #[test]
+    fn units_round_down_and_clamp_before_the_epoch() {
+        let l = Layout::SONYFLAKE;
+        let epoch = l.unit_start_nanos(0);
+        assert_eq!(l.units_since_epoch(epoch - 1), 0);
+        assert_eq!(l.units_since_epoch(epoch + 9_999_999), 0);
+        assert_eq!(l.units_since_epoch(epoch + 10_000_000), 1);
+        assert_eq!(l.unit_start_nanos(1), epoch + 10_000_000);
+        assert_eq!(
+            l.unit_start_nanos(u64::MAX),
+            l.unit_start_nanos(l.max_timestamp() + 1)
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! The crate's only platform-specific and `unsafe` code.
+//!
+//! On Linux it reads clocks through libc; elsewhere every function falls back to
+//! the standard library and [`NATIVE`] is `false`, so the crate builds and runs
+//! everywhere and only the meaning of the Linux-only clocks changes.
+
+#![allow(unsafe_code)]
+
+pub(crate) use self::imp::*;
+
+/// Wall-clock nanoseconds since 1970 from the standard library; 0 before 1970.
+pub(crate) fn std_realtime_nanos() -> u64 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        Err(_) => 0,
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod imp {
+    /// Whether the coarse and syscall clocks are the real thing on this platform.
+    pub(crate) const NATIVE: bool = true;
+
+    fn nanos(ts: libc::timespec) -> u64 {
+        // A realtime clock before 1970 reads as 0, as `SystemClock` does.
+        if ts.tv_sec < 0 {
+            return 0;
+        }
+        (ts.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(ts.tv_nsec as u64)
+    }
+
+    /// `CLOCK_REALTIME_COARSE` through the vDSO: cheap, but only as fine as the
+    /// kernel's tick (1–10 ms).
+    pub(crate) fn coarse_realtime_nanos() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec and the clock id is a
+        // constant the kernel knows; clock_gettime writes only into `ts`.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        if rc != 0 {
+            return super::std_realtime_nanos();
+        }
+        nanos(ts)
+    }
+
+    /// `CLOCK_REALTIME` as a real system call, bypassing the vDSO: what every
+    /// clock read costs under a hypervisor whose clock source the vDSO cannot use.
+    pub(crate) fn syscall_realtime_nanos() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: SYS_clock_gettime takes (clockid_t, *mut timespec); both
+        // arguments are valid and the kernel writes only into `ts`.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_clock_gettime,
+                libc::CLOCK_REALTIME,
+                &mut ts as *mut libc::timespec,
+            )
+        };
+        if rc != 0 {
+            return super::std_realtime_nanos();
+        }
+        nanos(ts)
+    }
+
+    /// Asks the kernel to wake the calling thread's timed sleeps on time rather
+    /// than up to 50 µs late (the default timer slack). Used only on threads the
+    /// crate owns.
+    pub(crate) fn tighten_timer_slack() {
+        // SAFETY: PR_SET_TIMERSLACK takes one integer argument and changes only
+        // the calling thread's timer slack; failure leaves it unchanged, which is fine.
+        unsafe {
+            libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod imp {
+    /// Whether the coarse and syscall clocks are the real thing on this platform.
+    pub(crate) const NATIVE: bool = false;
+
+    pub(crate) fn coarse_realtime_nanos() -> u64 {
+        super::std_realtime_nanos()
+    }
+
+    pub(crate) fn syscall_realtime_nanos() -> u64 {
+        super::std_realtime_nanos()
+    }
+
+    pub(crate) fn tighten_timer_slack() {}
+}
