@@ -1,2 +1,168 @@
-//! Example.
-fn main() {}
+//! Generates IDs with every strategy, or decodes the IDs given, one line each.
+//!
+//! ```text
+//! cargo run --release --example decode                       # generate with each strategy
+//! cargo run --release --example decode -- --worker 7 --count 5
+//! cargo run --release --example decode -- 1050118621198921728
+//! cargo run --release --example decode -- --layout discord 175928847299117063
+//! cargo run --release --example decode -- --json 1050118621198921728
+//! ```
+//!
+//! A bad ID or layout name prints a one-line error on stderr and makes the
+//! exit status non-zero, after the good IDs are decoded.
+
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::Parser;
+use flakegen::{Builder, Error, IdGenerator, Layout, Snowflake};
+
+/// Generate Snowflake IDs with each flakegen strategy, or decode the IDs given.
+#[derive(Parser)]
+#[command(version)]
+struct Args {
+    /// IDs to decode; with none, generate IDs instead.
+    ids: Vec<String>,
+    /// Layout to decode with: twitter, discord, sonyflake or instagram.
+    #[arg(long, default_value = "twitter")]
+    layout: String,
+    /// Worker id to generate with (Twitter layout).
+    #[arg(long, default_value_t = 1)]
+    worker: u64,
+    /// How many IDs to generate per strategy.
+    #[arg(long, default_value_t = 3)]
+    count: usize,
+    /// Print one JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One line of output.
+struct Line<'a> {
+    id: Snowflake,
+    time: SystemTime,
+    unix_ms: u64,
+    worker: u64,
+    sequence: u64,
+    /// Discord splits its worker field; others print it whole.
+    discord: bool,
+    /// The strategy that made the ID, or the layout it was decoded with.
+    source: (&'a str, &'a str),
+}
+
+impl Line<'_> {
+    fn print(&self, json: bool) {
+        let time = humantime::format_rfc3339_millis(self.time).to_string();
+        let (source_key, source) = self.source;
+        if json {
+            let mut object = serde_json::json!({
+                // A string: JavaScript numbers lose precision above 2^53.
+                "id": self.id.to_string(),
+                "time": time,
+                "unix_ms": self.unix_ms,
+                "sequence": self.sequence,
+                source_key: source,
+            });
+            if self.discord {
+                object["worker"] = (self.worker >> 5).into();
+                object["process"] = (self.worker & 31).into();
+            } else {
+                object["worker"] = self.worker.into();
+            }
+            println!("{object}");
+        } else {
+            let worker = if self.discord {
+                format!("worker={} process={}", self.worker >> 5, self.worker & 31)
+            } else {
+                format!("worker={}", self.worker)
+            };
+            println!(
+                "{:<20} {time}  {worker:<10} sequence={:<5} {source_key}={source}",
+                self.id, self.sequence
+            );
+        }
+    }
+}
+
+fn layout_named(name: &str) -> Option<Layout> {
+    match name.to_ascii_lowercase().as_str() {
+        "twitter" => Some(Layout::TWITTER),
+        "discord" => Some(Layout::DISCORD),
+        "sonyflake" => Some(Layout::SONYFLAKE),
+        "instagram" => Some(Layout::INSTAGRAM),
+        _ => None,
+    }
+}
+
+fn line<'a>(layout: &Layout, id: Snowflake, source: (&'a str, &'a str)) -> Result<Line<'a>, Error> {
+    let parts = layout.decode(id)?;
+    Ok(Line {
+        id,
+        time: layout.time_of(parts.timestamp),
+        unix_ms: layout.unix_millis_of(parts.timestamp),
+        worker: parts.worker,
+        sequence: parts.sequence,
+        discord: *layout == Layout::DISCORD,
+        source,
+    })
+}
+
+fn generate(args: &Args) -> Result<(), Error> {
+    let layout = Layout::TWITTER;
+    let builder = Builder::new().layout(layout).worker(args.worker);
+    // All three share one worker id, so each resumes after the last ID of the
+    // one before: the way a restarted process avoids re-issuing IDs.
+    let mut last: Option<Snowflake> = None;
+    for name in ["atomic", "mutex", "ticker"] {
+        let builder = match last {
+            Some(id) => builder.clone().resume_after(id),
+            None => builder.clone(),
+        };
+        let generator: Box<dyn IdGenerator> = match name {
+            "atomic" => Box::new(builder.build_atomic()?),
+            "mutex" => Box::new(builder.build_mutex()?),
+            _ => Box::new(builder.build_ticker()?),
+        };
+        for _ in 0..args.count {
+            let id = generator.next_id()?;
+            line(&layout, id, ("strategy", name))?.print(args.json);
+            last = Some(id);
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let Some(layout) = layout_named(&args.layout) else {
+        eprintln!(
+            "error: unknown layout {:?}: use twitter, discord, sonyflake or instagram",
+            args.layout
+        );
+        return ExitCode::FAILURE;
+    };
+    if args.ids.is_empty() {
+        return match generate(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let name = args.layout.to_ascii_lowercase();
+    let mut status = ExitCode::SUCCESS;
+    for text in &args.ids {
+        match text
+            .parse()
+            .and_then(|id| line(&layout, id, ("layout", &name)))
+        {
+            Ok(line) => line.print(args.json),
+            Err(e) => {
+                eprintln!("error: {e}");
+                status = ExitCode::FAILURE;
+            }
+        }
+    }
+    status
+}

@@ -441,6 +441,30 @@ impl Layout {
         self.unit_start_nanos(timestamp) / NANOS_PER_MILLI
     }
 
+    /// The timestamp (whole units since the epoch) of an instant: 0 before
+    /// the epoch, and possibly above [`max_timestamp`](Self::max_timestamp)
+    /// after the layout's end.
+    ///
+    /// Handy for range queries: every ID issued at or after `time` is at least
+    /// `compose(Parts { timestamp: timestamp_at(time), worker: 0, sequence: 0 })`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use flakegen::Layout;
+    ///
+    /// let t = UNIX_EPOCH + Duration::from_millis(1_539_202_764_211);
+    /// assert_eq!(Layout::TWITTER.timestamp_at(t), 1_539_202_764_211 - 1_288_834_974_657);
+    /// assert_eq!(Layout::TWITTER.timestamp_at(UNIX_EPOCH), 0);
+    /// ```
+    pub fn timestamp_at(&self, time: SystemTime) -> u64 {
+        let nanos = time
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        self.units_since_epoch(nanos)
+    }
+
     // ---- crate-internal arithmetic for the generators ----
 
     /// Whole units from the epoch to `unix_nanos`; 0 for a time before the epoch.
