@@ -91,27 +91,33 @@ impl<C: Clock> AtomicGenerator<C> {
             Verdict::Exhausted => Err(wait::exhausted(&self.layout)),
         }
     }
+
+    #[inline]
+    fn id(&self, tick: u64) -> Snowflake {
+        Snowflake::from_u64(self.layout.compose_tick(tick, self.worker_field))
+    }
+
+    /// Takes `count` ticks only if no waiting is needed (a compare-and-swap
+    /// loop, so a refusal consumes nothing).
+    fn try_issue(&self, count: u64) -> Result<u64, Error> {
+        let now_nanos = self.clock.unix_nanos();
+        let now = self.layout.units_since_epoch(now_nanos);
+        match self.last.try_take(self.rules, count, now) {
+            Ok(first) => Ok(first),
+            Err(Verdict::WaitUntil(unit)) => Err(wait::would_block(&self.layout, unit, now_nanos)),
+            Err(_) => Err(wait::exhausted(&self.layout)),
+        }
+    }
 }
 
 impl<C: Clock> IdGenerator for AtomicGenerator<C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, Error> {
-        let tick = self.issue(1)?;
-        Ok(Snowflake::from_u64(
-            self.layout.compose_tick(tick, self.worker_field),
-        ))
+        Ok(self.id(self.issue(1)?))
     }
 
     fn try_next_id(&self) -> Result<Snowflake, Error> {
-        let now_nanos = self.clock.unix_nanos();
-        let now = self.layout.units_since_epoch(now_nanos);
-        match self.last.try_take(self.rules, 1, now) {
-            Ok(tick) => Ok(Snowflake::from_u64(
-                self.layout.compose_tick(tick, self.worker_field),
-            )),
-            Err(Verdict::WaitUntil(unit)) => Err(wait::would_block(&self.layout, unit, now_nanos)),
-            Err(_) => Err(wait::exhausted(&self.layout)),
-        }
+        Ok(self.id(self.try_issue(1)?))
     }
 
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
@@ -125,6 +131,15 @@ impl<C: Clock> IdGenerator for AtomicGenerator<C> {
             return Err(wait::exhausted(&self.layout));
         }
         let first = self.issue(count)?;
+        fill(&self.layout, self.worker_field, first, ids);
+        Ok(())
+    }
+
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let first = self.try_issue(ids.len() as u64)?;
         fill(&self.layout, self.worker_field, first, ids);
         Ok(())
     }

@@ -79,6 +79,15 @@ pub trait IdGenerator: Send + Sync {
     /// remaining time; `ids` is then left unchanged.
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error>;
 
+    /// Fills `ids` like [`next_ids`](Self::next_ids) if that needs no waiting.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WouldBlock`] when `next_ids` would have waited, and
+    /// [`Error::TimestampExhausted`] as for `next_ids`; `ids` is then left
+    /// unchanged and nothing is consumed.
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error>;
+
     /// The layout of the IDs issued.
     fn layout(&self) -> &Layout;
 
@@ -100,6 +109,10 @@ macro_rules! forward_id_generator {
             #[inline]
             fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
                 (**self).next_ids(ids)
+            }
+            #[inline]
+            fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+                (**self).try_next_ids(ids)
             }
             fn layout(&self) -> &Layout {
                 (**self).layout()

@@ -98,31 +98,38 @@ impl<C: Clock> MutexGenerator<C> {
         }
         Ok(first)
     }
+
+    #[inline]
+    fn id(&self, tick: u64) -> Snowflake {
+        Snowflake::from_u64(self.layout.compose_tick(tick, self.worker_field))
+    }
+
+    fn issue_into(&self, ids: &mut [Snowflake], block: bool) -> Result<(), Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let first = self.issue(ids.len() as u64, block)?;
+        fill(&self.layout, self.worker_field, first, ids);
+        Ok(())
+    }
 }
 
 impl<C: Clock> IdGenerator for MutexGenerator<C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, Error> {
-        let tick = self.issue(1, true)?;
-        Ok(Snowflake::from_u64(
-            self.layout.compose_tick(tick, self.worker_field),
-        ))
+        Ok(self.id(self.issue(1, true)?))
     }
 
     fn try_next_id(&self) -> Result<Snowflake, Error> {
-        let tick = self.issue(1, false)?;
-        Ok(Snowflake::from_u64(
-            self.layout.compose_tick(tick, self.worker_field),
-        ))
+        Ok(self.id(self.issue(1, false)?))
     }
 
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let first = self.issue(ids.len() as u64, true)?;
-        fill(&self.layout, self.worker_field, first, ids);
-        Ok(())
+        self.issue_into(ids, true)
+    }
+
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+        self.issue_into(ids, false)
     }
 
     fn layout(&self) -> &Layout {

@@ -59,14 +59,14 @@ impl TickRules {
         self.max_tick
     }
 
-    /// The first tick of unit `now`; `max_tick + 1` when `now` is past the layout.
+    /// The first tick of unit `now`, or of the layout's last unit when `now`
+    /// is past it: a clock past the end still lets the last unit's sequence be
+    /// used up, after which every strategy reports exhaustion alike.
     #[inline]
     pub(crate) const fn floor(self, now: u64) -> u64 {
-        if now > self.max_tick >> self.sequence_bits {
-            self.max_tick + 1
-        } else {
-            now << self.sequence_bits
-        }
+        let last_unit = self.max_tick >> self.sequence_bits;
+        let unit = if now > last_unit { last_unit } else { now };
+        unit << self.sequence_bits
     }
 
     /// Whether tick `last` may be issued when the clock reads `now` (units).
@@ -248,8 +248,8 @@ mod tests {
         assert_eq!(r.reserve(max - 1, 1023, 1), Some((max, max)));
         assert_eq!(r.reserve(max, 1023, 1), None);
         assert_eq!(r.reserve(max - 2, 1023, 3), None);
-        assert_eq!(r.reserve(0, 5000, 1), None);
-        assert_eq!(r.floor(1024), max + 1);
+        assert_eq!(r.reserve(0, 5000, 1), Some((1023 << 2, 1023 << 2)));
+        assert_eq!(r.floor(1024), 1023 << 2);
         assert_eq!(r.verdict(max + 1, 2000), Verdict::Exhausted);
     }
 
@@ -274,7 +274,8 @@ mod tests {
         assert_eq!(c.last(), 23);
         assert_eq!(c.try_take(r, 1, 6), Ok(24));
         assert_eq!(c.try_take(r, 5, 6), Err(Verdict::WaitUntil(7)));
+        let c = TickCounter::new(r.max_tick());
         assert_eq!(c.try_take(r, 1, 1 << 20), Err(Verdict::Exhausted));
-        assert_eq!(c.last(), 24);
+        assert_eq!(c.last(), r.max_tick());
     }
 }

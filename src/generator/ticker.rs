@@ -218,8 +218,30 @@ impl<C: Clock + 'static> TickerGenerator<C> {
         }
     }
 
+    /// Takes `count` ticks only if no waiting is needed, consuming nothing otherwise.
+    fn try_issue(&self, count: u64) -> Result<u64, Error> {
+        let shared = &*self.shared;
+        // Relaxed: a stale unit only makes the attempt more conservative.
+        let now = shared.hot.now.load(Ordering::Relaxed);
+        match shared.hot.last.try_take(shared.rules, count, now) {
+            Ok(first) => return Ok(first),
+            Err(Verdict::Exhausted) => return Err(wait::exhausted(&shared.layout)),
+            Err(Verdict::WaitUntil(_) | Verdict::Ready) => {}
+        }
+        // The ticker may just be late: check the clock once before giving up.
+        let now_nanos = shared.tick();
+        let now = shared.layout.units_since_epoch(now_nanos);
+        match shared.hot.last.try_take(shared.rules, count, now) {
+            Ok(first) => Ok(first),
+            Err(Verdict::WaitUntil(unit)) => {
+                Err(wait::would_block(&shared.layout, unit, now_nanos))
+            }
+            Err(_) => Err(wait::exhausted(&shared.layout)),
+        }
+    }
+
     #[inline]
-    fn compose(&self, tick: u64) -> Snowflake {
+    fn id(&self, tick: u64) -> Snowflake {
         Snowflake::from_u64(self.shared.layout.compose_tick(tick, self.worker_field))
     }
 }
@@ -227,28 +249,11 @@ impl<C: Clock + 'static> TickerGenerator<C> {
 impl<C: Clock + 'static> IdGenerator for TickerGenerator<C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, Error> {
-        Ok(self.compose(self.issue(1)?))
+        Ok(self.id(self.issue(1)?))
     }
 
     fn try_next_id(&self) -> Result<Snowflake, Error> {
-        let shared = &*self.shared;
-        // Relaxed: a stale unit only makes the attempt more conservative.
-        let now = shared.hot.now.load(Ordering::Relaxed);
-        match shared.hot.last.try_take(shared.rules, 1, now) {
-            Ok(tick) => return Ok(self.compose(tick)),
-            Err(Verdict::Exhausted) => return Err(wait::exhausted(&shared.layout)),
-            Err(_) => {}
-        }
-        // The ticker may just be late: check the clock once before giving up.
-        let now_nanos = shared.tick();
-        let now = shared.layout.units_since_epoch(now_nanos);
-        match shared.hot.last.try_take(shared.rules, 1, now) {
-            Ok(tick) => Ok(self.compose(tick)),
-            Err(Verdict::WaitUntil(unit)) => {
-                Err(wait::would_block(&shared.layout, unit, now_nanos))
-            }
-            Err(_) => Err(wait::exhausted(&shared.layout)),
-        }
+        Ok(self.id(self.try_issue(1)?))
     }
 
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
@@ -261,6 +266,15 @@ impl<C: Clock + 'static> IdGenerator for TickerGenerator<C> {
             return Err(wait::exhausted(&self.shared.layout));
         }
         let first = self.issue(count)?;
+        fill(&self.shared.layout, self.worker_field, first, ids);
+        Ok(())
+    }
+
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let first = self.try_issue(ids.len() as u64)?;
         fill(&self.shared.layout, self.worker_field, first, ids);
         Ok(())
     }

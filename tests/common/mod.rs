@@ -54,6 +54,10 @@ impl<C: Clock + 'static> IdGenerator for Ticked<C> {
         self.0.tick();
         self.0.next_ids(ids)
     }
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+        self.0.tick();
+        self.0.try_next_ids(ids)
+    }
     fn layout(&self) -> &Layout {
         self.0.layout()
     }
