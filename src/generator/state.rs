@@ -131,34 +131,40 @@ impl TickCounter {
     /// in the sequence, never a repeat) and a `fetch_max` claims the new unit.
     #[inline]
     pub(crate) fn take(&self, count: u64, floor: u64) -> u64 {
-        // Acquire: pairs with the Release in `raise`, so a caller that gets a
-        // tick of a unit the ticker just opened also sees the ticker's `now` for
-        // it. Uniqueness itself needs only the atomicity of the RMW.
+        // Relaxed: uniqueness needs only the atomicity of the RMW (every RMW
+        // of one atomic sees the one before it in a single total order), and
+        // no other memory is published through the counter.
         let first = self
             .last
-            .fetch_add(count, Ordering::Acquire)
+            .fetch_add(count, Ordering::Relaxed)
             .wrapping_add(1);
         if first >= floor {
             first
         } else {
-            self.take_from(count, floor)
+            self.take_from(first, count, floor)
         }
     }
 
+    /// `take`'s slow path: ticks `[first, first + count - 1]` are ours but
+    /// start below `floor`; claim `[floor, floor + count - 1]` instead.
     #[inline(never)]
-    fn take_from(&self, count: u64, floor: u64) -> u64 {
+    fn take_from(&self, first: u64, count: u64, floor: u64) -> u64 {
+        let ours_end = first + (count - 1);
         let end = floor + (count - 1);
-        // Acquire: as in `take`.
-        let previous = self.last.fetch_max(end, Ordering::Acquire);
-        if previous < floor {
-            // Every tick handed out so far is <= previous < floor, and every
-            // later one will be > end: [floor, end] is ours alone.
+        // Relaxed: as in `take`.
+        let previous = self.last.fetch_max(end, Ordering::Relaxed);
+        // `previous >= ours_end`: the counter only grows and our add set it there.
+        // If it is still below `floor`, every tick handed out so far is below
+        // `floor`; if it is exactly `ours_end`, nobody has taken a tick since our
+        // add, so the ticks up to it are ours. Either way every later tick will be
+        // above `end`: `[floor, end]` is ours alone.
+        if previous < floor || previous == ours_end {
             floor
         } else {
-            // Another caller moved into the new unit first; the counter is now
-            // >= floor, so a plain fetch_add lands at or past it.
+            // Another caller took ticks in between; the counter is now past
+            // `floor`, so a plain fetch_add lands at or above it.
             self.last
-                .fetch_add(count, Ordering::Acquire)
+                .fetch_add(count, Ordering::Relaxed)
                 .wrapping_add(1)
         }
     }
@@ -173,23 +179,14 @@ impl TickCounter {
             if let wait @ Verdict::WaitUntil(_) = rules.verdict(end, now) {
                 return Err(wait);
             }
-            // Acquire on success: as in `take`. Relaxed on failure: the value is
-            // only used to compute the next attempt.
+            // Relaxed: as in `take`; on failure the value only seeds the next attempt.
             match self
                 .last
-                .compare_exchange_weak(last, end, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange_weak(last, end, Ordering::Relaxed, Ordering::Relaxed)
             {
                 Ok(_) => return Ok(first),
                 Err(actual) => last = actual,
             }
-        }
-    }
-
-    /// Moves the counter up so the next tick taken is at least `floor`.
-    pub(crate) fn raise(&self, floor: u64) {
-        if floor > 0 {
-            // Release: pairs with the Acquire in `take` (see there).
-            self.last.fetch_max(floor - 1, Ordering::Release);
         }
     }
 
@@ -260,10 +257,11 @@ mod tests {
         assert_eq!(c.take(1, 20), 21);
         assert_eq!(c.take(3, 20), 22);
         assert_eq!(c.take(1, 40), 40);
-        c.raise(100);
-        assert_eq!(c.take(1, 0), 100);
-        c.raise(50);
-        assert_eq!(c.take(1, 0), 101);
+        // A batch whose stale range straddles the new floor still starts at it.
+        assert_eq!(c.take(9, 43), 43);
+        assert_eq!(c.take(1, 0), 52);
+        assert_eq!(c.take(2, 100), 100);
+        assert_eq!(c.take(1, 50), 102);
     }
 
     #[test]

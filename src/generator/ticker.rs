@@ -21,11 +21,13 @@ use crate::sync::{AtomicU64, Ordering};
 /// A background thread reads the clock once per time unit; callers never do.
 ///
 /// At every unit boundary the thread (named `flakegen-ticker`) publishes the
-/// current unit and moves the tick counter to its start. A call is then one
-/// `fetch_add` and one load from the same cache line, whatever the clock costs
-/// to read: under a hypervisor where each clock read is a system call of
-/// hundreds of nanoseconds, this is the strategy that still reaches the
-/// layout's rate (see the crate's `no_vdso` benchmark).
+/// current unit. A call is then the atomic strategy's `fetch_add` with the
+/// published unit in place of a clock read (one load of a word that changes
+/// once per unit), whatever the clock costs to read: under a hypervisor where
+/// each clock read is a system call of hundreds of nanoseconds, this is the
+/// strategy that still reaches the layout's rate (see the crate's `no_vdso`
+/// benchmark). It issues the same IDs as the other strategies would with a
+/// clock that read the published unit.
 ///
 /// The thread is not trusted to run. Callers that have used up the current
 /// unit wait briefly for it, then read the clock themselves and publish what
@@ -57,30 +59,25 @@ pub struct TickerGenerator<C: Clock + 'static = SystemClock> {
 
 /// What the generator and its thread share.
 struct Shared<C> {
-    /// The two words every call touches, on one cache line: a call's
-    /// `fetch_add` brings the line in and the load of `now` finds it there.
-    hot: CachePadded<Hot>,
+    /// The last tick issued (table in the `state` module), written by every call.
+    last: CachePadded<TickCounter>,
+    /// The latest unit read from the clock, by the thread or a caller: the
+    /// callers' clock. Follows the clock down when it steps back. On a line of
+    /// its own, so the callers' `fetch_add`s do not keep evicting it: it is
+    /// written once per unit and read by every call.
+    now: CachePadded<AtomicU64>,
     clock: C,
     layout: Layout,
     rules: TickRules,
     stop: AtomicBool,
 }
 
-struct Hot {
-    /// The last tick issued (table in the `state` module).
-    last: TickCounter,
-    /// The latest unit read from the clock, by the thread or a caller. Follows
-    /// the clock down when it steps back, so it bounds issued timestamps.
-    now: AtomicU64,
-}
-
 impl<C: Clock> Shared<C> {
-    /// Publishes unit `now` and moves the counter to its start.
+    /// Publishes unit `now`.
     fn advance(&self, now: u64) {
-        // Relaxed: the Release of `raise` below orders this store before the
-        // counter moves, for callers that Acquire the counter (see `TickCounter::take`).
-        self.hot.now.store(now, Ordering::Relaxed);
-        self.hot.last.raise(self.rules.floor(now));
+        // Relaxed: the unit is self-contained; a caller that reads an older
+        // one only issues a slightly older timestamp or waits a little longer.
+        self.now.store(now, Ordering::Relaxed);
     }
 
     fn tick(&self) -> u64 {
@@ -96,7 +93,7 @@ impl<C: Clock> Shared<C> {
         let backoff = Backoff::new();
         while !backoff.is_completed() {
             // Relaxed: a late value only prolongs the wait.
-            if self.hot.now.load(Ordering::Relaxed) >= target {
+            if self.now.load(Ordering::Relaxed) >= target {
                 return;
             }
             backoff.snooze();
@@ -142,10 +139,8 @@ impl TickerGenerator<SystemClock> {
 impl<C: Clock + 'static> TickerGenerator<C> {
     pub(crate) fn from_config(config: Config<C>) -> Result<Self, Error> {
         let shared = Arc::new(Shared {
-            hot: CachePadded::new(Hot {
-                last: TickCounter::new(config.last),
-                now: AtomicU64::new(0),
-            }),
+            last: CachePadded::new(TickCounter::new(config.last)),
+            now: CachePadded::new(AtomicU64::new(0)),
             clock: config.clock,
             layout: config.layout,
             rules: config.rules,
@@ -204,11 +199,11 @@ impl<C: Clock + 'static> TickerGenerator<C> {
 
     #[inline]
     fn issue(&self, count: u64) -> Result<u64, Error> {
-        let hot = &self.shared.hot;
-        let first = hot.last.take(count, 0);
-        // Relaxed: ordered after the counter by `take`'s Acquire (see there).
-        let now = hot.now.load(Ordering::Relaxed);
-        match self.shared.rules.verdict(first + (count - 1), now) {
+        let shared = &*self.shared;
+        // Relaxed: see `advance`.
+        let now = shared.now.load(Ordering::Relaxed);
+        let first = shared.last.take(count, shared.rules.floor(now));
+        match shared.rules.verdict(first + (count - 1), now) {
             Verdict::Ready => Ok(first),
             Verdict::WaitUntil(unit) => {
                 self.shared.wait_for(unit);
@@ -222,8 +217,8 @@ impl<C: Clock + 'static> TickerGenerator<C> {
     fn try_issue(&self, count: u64) -> Result<u64, Error> {
         let shared = &*self.shared;
         // Relaxed: a stale unit only makes the attempt more conservative.
-        let now = shared.hot.now.load(Ordering::Relaxed);
-        match shared.hot.last.try_take(shared.rules, count, now) {
+        let now = shared.now.load(Ordering::Relaxed);
+        match shared.last.try_take(shared.rules, count, now) {
             Ok(first) => return Ok(first),
             Err(Verdict::Exhausted) => return Err(wait::exhausted(&shared.layout)),
             Err(Verdict::WaitUntil(_) | Verdict::Ready) => {}
@@ -231,7 +226,7 @@ impl<C: Clock + 'static> TickerGenerator<C> {
         // The ticker may just be late: check the clock once before giving up.
         let now_nanos = shared.tick();
         let now = shared.layout.units_since_epoch(now_nanos);
-        match shared.hot.last.try_take(shared.rules, count, now) {
+        match shared.last.try_take(shared.rules, count, now) {
             Ok(first) => Ok(first),
             Err(Verdict::WaitUntil(unit)) => {
                 Err(wait::would_block(&shared.layout, unit, now_nanos))
@@ -262,7 +257,7 @@ impl<C: Clock + 'static> IdGenerator for TickerGenerator<C> {
             return Ok(());
         }
         // As in the atomic strategy: no batch adds to an exhausted counter.
-        if self.shared.hot.last.last() >= self.shared.rules.max_tick() {
+        if self.shared.last.last() >= self.shared.rules.max_tick() {
             return Err(wait::exhausted(&self.shared.layout));
         }
         let first = self.issue(count)?;
@@ -308,7 +303,7 @@ impl<C: Clock + 'static> fmt::Debug for TickerGenerator<C> {
         f.debug_struct("TickerGenerator")
             .field("layout", &self.shared.layout)
             .field("worker", &self.worker)
-            .field("last_tick", &self.shared.hot.last.last())
+            .field("last_tick", &self.shared.last.last())
             .field("has_thread", &self.has_thread())
             .finish_non_exhaustive()
     }
