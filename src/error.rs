@@ -218,7 +218,7 @@ impl fmt::Display for Error {
             }
             Error::NegativeId { value } => write!(
                 f,
-                "{value} is negative, and ids are never negative: \
+                "negative value {value} is not an id (ids are never negative): \
                  was it read from the wrong column?"
             ),
             Error::IdAboveI64 { id } => write!(
