@@ -1,2 +1,322 @@
-//! Benchmarks (filled in by the benchmark issue).
-fn main() {}
+//! flakegen's benchmarks: which strategy is fastest on this machine, and why.
+//!
+//! ```text
+//! cargo bench                                  # full suite, about 6 minutes on 2 cores
+//! FLAKEGEN_BENCH_QUICK=1 cargo bench           # smoke run, under a minute
+//! cargo bench -- no_vdso                       # one group
+//! ```
+//!
+//! Benchmark ids read `group/strategy/clock/threads`; each is the time per ID
+//! (multi-threaded: wall time over all IDs taken by all threads).
+//!
+//! - `clock_bound`: Twitter layout, `max_lead` 0, saturated, `SystemClock`.
+//!   The layout allows 4096 IDs per ms: 244 ns per ID is the floor.
+//! - `no_vdso`: the same with `SyscallClock`, every clock read a system call,
+//!   as under a hypervisor whose clock the vDSO cannot read.
+//! - `mechanism`: a 22-bit sequence, so the clock never limits: the cost of the
+//!   synchronisation itself, beside bare baselines in the same group.
+//! - `clocks`: one read of each clock.
+//!
+//! After Criterion, a side report gives IDs per second and CPU cores busy per
+//! strategy in the clock-bound regime. The environment is printed first and
+//! saved to `target/criterion/environment.json`.
+
+#![allow(missing_docs)] // criterion's macros and a binary's items
+
+mod support;
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
+use crossbeam_utils::CachePadded;
+use flakegen::{
+    Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
+    SyscallClock, SystemClock,
+};
+use support::{cpu, environment};
+
+const THREADS: [usize; 3] = [1, 2, 4];
+
+/// A layout whose 22-bit sequence (4.2 billion IDs/s) no strategy can use up.
+const WIDE: Layout = Layout::builder()
+    .worker_bits(0)
+    .sequence_bits(22)
+    .build_const();
+
+fn quick() -> bool {
+    std::env::var_os("FLAKEGEN_BENCH_QUICK").is_some_and(|v| v != "0")
+}
+
+/// Runs `work(n)` on `threads` threads, splitting `iters` between them, and
+/// returns the wall time from all started to all finished.
+fn on_threads(threads: usize, iters: u64, work: impl Fn(u64) + Sync) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    thread::scope(|s| {
+        for t in 0..threads {
+            let (work, barrier) = (&work, &barrier);
+            let share = iters / threads as u64 + u64::from((t as u64) < iters % threads as u64);
+            s.spawn(move || {
+                barrier.wait();
+                work(share);
+                barrier.wait();
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        barrier.wait();
+        start.elapsed()
+    })
+}
+
+/// `group/strategy/clock/threads` for single IDs from `generator`.
+fn bench_ids<G: IdGenerator>(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, generator: &G) {
+    for threads in THREADS {
+        group.bench_function(BenchmarkId::new(name, threads), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, |n| {
+                    for _ in 0..n {
+                        black_box(generator.next_id().unwrap());
+                    }
+                })
+            })
+        });
+    }
+}
+
+/// Per-ID time of `next_ids` in batches of `size` on one thread.
+fn bench_batch<G: IdGenerator>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    generator: &G,
+    size: usize,
+) {
+    group.bench_function(BenchmarkId::new(name, 1), |b| {
+        let mut batch = vec![Snowflake::default(); size];
+        b.iter_custom(|iters| {
+            let batches = iters.div_ceil(size as u64);
+            let start = Instant::now();
+            for _ in 0..batches {
+                generator.next_ids(black_box(&mut batch)).unwrap();
+            }
+            // Scaled to `iters` IDs, so the figure is per ID.
+            start
+                .elapsed()
+                .mul_f64(iters as f64 / (batches * size as u64) as f64)
+        })
+    });
+}
+
+/// The three strategies from one builder, each under `group/<strategy>/<clock>/<threads>`.
+fn strategies<C: Clock + Clone + 'static>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    clock: &str,
+    builder: Builder<C>,
+) {
+    bench_ids(
+        group,
+        &format!("atomic/{clock}"),
+        &builder.clone().build_atomic().unwrap(),
+    );
+    bench_ids(
+        group,
+        &format!("mutex/{clock}"),
+        &builder.clone().build_mutex().unwrap(),
+    );
+    bench_ids(
+        group,
+        &format!("ticker/{clock}"),
+        &builder.build_ticker().unwrap(),
+    );
+}
+
+fn clock_bound(c: &mut Criterion) {
+    let mut group = c.benchmark_group("clock_bound");
+    strategies(&mut group, "system", Builder::new().clock(SystemClock));
+    group.finish();
+}
+
+fn no_vdso(c: &mut Criterion) {
+    let mut group = c.benchmark_group("no_vdso");
+    strategies(&mut group, "syscall", Builder::new().clock(SyscallClock));
+    group.finish();
+}
+
+fn mechanism(c: &mut Criterion) {
+    let mut group = c.benchmark_group("mechanism");
+    let counter = CachePadded::new(AtomicU64::new(0));
+    let mutex = CachePadded::new(parking_lot::Mutex::new(0u64));
+    for threads in THREADS {
+        group.bench_function(BenchmarkId::new("fetch_add/none", threads), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, |n| {
+                    for _ in 0..n {
+                        // Relaxed: the baseline is the bare read-modify-write.
+                        black_box(counter.fetch_add(1, Ordering::Relaxed));
+                    }
+                })
+            })
+        });
+        group.bench_function(BenchmarkId::new("mutex_u64/none", threads), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, |n| {
+                    for _ in 0..n {
+                        let mut guard = mutex.lock();
+                        *guard += 1;
+                        black_box(*guard);
+                    }
+                })
+            })
+        });
+        group.bench_function(BenchmarkId::new("clock_fetch_add/system", threads), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, |n| {
+                    for _ in 0..n {
+                        black_box(SystemClock.unix_nanos());
+                        black_box(counter.fetch_add(1, Ordering::Relaxed));
+                    }
+                })
+            })
+        });
+    }
+    let builder = Builder::new().layout(WIDE);
+    strategies(&mut group, "system", builder.clone());
+    let atomic = builder.clone().build_atomic().unwrap();
+    let mutex_gen = builder.clone().build_mutex().unwrap();
+    let ticker = builder.build_ticker().unwrap();
+    for size in [64, 1024] {
+        bench_batch(
+            &mut group,
+            &format!("atomic_batch{size}/system"),
+            &atomic,
+            size,
+        );
+        bench_batch(
+            &mut group,
+            &format!("mutex_batch{size}/system"),
+            &mutex_gen,
+            size,
+        );
+        bench_batch(
+            &mut group,
+            &format!("ticker_batch{size}/system"),
+            &ticker,
+            size,
+        );
+    }
+    group.finish();
+}
+
+fn clocks(c: &mut Criterion) {
+    let mut group = c.benchmark_group("clocks");
+    fn read<C: Clock>(group: &mut BenchmarkGroup<'_, WallTime>, name: &str, clock: C) {
+        group.bench_function(BenchmarkId::new(format!("read/{name}"), 1), |b| {
+            b.iter(|| clock.unix_nanos())
+        });
+    }
+    read(&mut group, "system", SystemClock);
+    read(&mut group, "coarse", CoarseClock);
+    read(&mut group, "monotonic", MonotonicClock::new());
+    read(&mut group, "syscall", SyscallClock);
+    read(
+        &mut group,
+        "manual",
+        ManualClock::from_unix_millis(1_704_067_200_000),
+    );
+    group.finish();
+}
+
+/// IDs per second and cores busy, per strategy, clock and thread count.
+fn cpu_report(window: Duration) {
+    fn row<G: IdGenerator>(
+        rows: &mut Vec<serde_json::Value>,
+        name: &str,
+        generator: G,
+        threads: usize,
+        window: Duration,
+    ) {
+        let load = cpu::saturate(&generator, threads, window);
+        let cap = Layout::TWITTER.ids_per_second() as f64;
+        let cores = load.cores.map_or("n/a".to_owned(), |c| format!("{c:.2}"));
+        println!(
+            "  {name:<28} {:>10.0} IDs/s  {:>6.1}% of the cap  {cores:>5} cores",
+            load.ids_per_second,
+            100.0 * load.ids_per_second / cap
+        );
+        rows.push(serde_json::json!({
+            "id": name, "ids_per_second": load.ids_per_second,
+            "fraction_of_cap": load.ids_per_second / cap, "cores": load.cores,
+        }));
+    }
+    fn clock<C: Clock + Clone + 'static>(
+        rows: &mut Vec<serde_json::Value>,
+        clock: &str,
+        c: C,
+        window: Duration,
+    ) {
+        for threads in [1, 2] {
+            let builder = Builder::new().clock(c.clone());
+            row(
+                rows,
+                &format!("atomic/{clock}/{threads}"),
+                builder.clone().build_atomic().unwrap(),
+                threads,
+                window,
+            );
+            row(
+                rows,
+                &format!("mutex/{clock}/{threads}"),
+                builder.clone().build_mutex().unwrap(),
+                threads,
+                window,
+            );
+            row(
+                rows,
+                &format!("ticker/{clock}/{threads}"),
+                builder.build_ticker().unwrap(),
+                threads,
+                window,
+            );
+        }
+    }
+    println!("\ncpu_per_wall: Twitter layout, max_lead 0, saturated for {window:?} each");
+    let mut rows = vec![];
+    clock(&mut rows, "system", SystemClock, window);
+    clock(&mut rows, "syscall", SyscallClock, window);
+    let path = environment::criterion_dir().join("cpu_per_wall.json");
+    let _ = std::fs::write(path, format!("{:#}\n", serde_json::Value::Array(rows)));
+}
+
+fn main() {
+    let quick = quick();
+    environment::report(quick);
+    let base = Criterion::default();
+    let base = if quick {
+        base.sample_size(10)
+            .warm_up_time(Duration::from_millis(100))
+            .measurement_time(Duration::from_millis(300))
+    } else {
+        base.sample_size(30)
+            .warm_up_time(Duration::from_secs(1))
+            .measurement_time(Duration::from_secs(3))
+    };
+    let mut c = base.configure_from_args();
+    clock_bound(&mut c);
+    no_vdso(&mut c);
+    mechanism(&mut c);
+    clocks(&mut c);
+    c.final_summary();
+    // `cargo bench -- <filter>` runs the Criterion groups it names; the side
+    // report runs only on a whole-suite run.
+    let filtered = std::env::args().skip(1).any(|a| !a.starts_with('-'));
+    if !filtered && !cfg!(debug_assertions) {
+        cpu_report(if quick {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(1)
+        });
+    }
+}

@@ -6,7 +6,8 @@ use crossbeam_utils::CachePadded;
 
 use super::builder::{Builder, Config};
 use super::state::{TickCounter, TickRules, Verdict};
-use super::{IdGenerator, fill, wait};
+use super::wait::{self, BoundaryWatch};
+use super::{IdGenerator, fill};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::id::Snowflake;
@@ -49,6 +50,7 @@ pub struct AtomicGenerator<C = SystemClock> {
     clock: C,
     layout: Layout,
     rules: TickRules,
+    watch: BoundaryWatch,
     worker: u64,
     worker_field: u64,
 }
@@ -71,6 +73,7 @@ impl<C: Clock> AtomicGenerator<C> {
             clock: config.clock,
             layout: config.layout,
             rules: config.rules,
+            watch: BoundaryWatch::default(),
             worker: config.worker,
             worker_field: config.worker_field,
         }
@@ -85,7 +88,7 @@ impl<C: Clock> AtomicGenerator<C> {
             Verdict::Ready => Ok(first),
             Verdict::WaitUntil(unit) => {
                 // The ticks are ours; hand them out once the clock allows.
-                wait::until_unit(&self.clock, &self.layout, unit);
+                self.watch.until_unit(&self.clock, &self.layout, unit);
                 Ok(first)
             }
             Verdict::Exhausted => Err(wait::exhausted(&self.layout)),

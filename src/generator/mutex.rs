@@ -7,7 +7,8 @@ use parking_lot::Mutex;
 
 use super::builder::{Builder, Config};
 use super::state::{TickRules, Verdict};
-use super::{IdGenerator, fill, wait};
+use super::wait::{self, BoundaryWatch};
+use super::{IdGenerator, fill};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::id::Snowflake;
@@ -44,6 +45,7 @@ pub struct MutexGenerator<C = SystemClock> {
     clock: C,
     layout: Layout,
     rules: TickRules,
+    watch: BoundaryWatch,
     worker: u64,
     worker_field: u64,
 }
@@ -66,6 +68,7 @@ impl<C: Clock> MutexGenerator<C> {
             clock: config.clock,
             layout: config.layout,
             rules: config.rules,
+            watch: BoundaryWatch::default(),
             worker: config.worker,
             worker_field: config.worker_field,
         }
@@ -94,7 +97,7 @@ impl<C: Clock> MutexGenerator<C> {
         };
         if let Verdict::WaitUntil(unit) = self.rules.verdict(end, now) {
             // The ticks are ours; hand them out once the clock allows.
-            wait::until_unit(&self.clock, &self.layout, unit);
+            self.watch.until_unit(&self.clock, &self.layout, unit);
         }
         Ok(first)
     }

@@ -69,6 +69,18 @@ impl TickRules {
         unit << self.sequence_bits
     }
 
+    /// The first tick that may not be issued while the clock reads `now`:
+    /// everything below it is within `max_lead` of the clock and within the
+    /// layout. `tick < limit(now)` is `verdict(tick, now) == Ready` in one compare.
+    pub(crate) const fn limit(self, now: u64) -> u64 {
+        let units = now.saturating_add(self.max_lead).saturating_add(1);
+        if units > self.max_tick >> self.sequence_bits {
+            self.max_tick + 1
+        } else {
+            units << self.sequence_bits
+        }
+    }
+
     /// Whether tick `last` may be issued when the clock reads `now` (units).
     #[inline]
     pub(crate) const fn verdict(self, last: u64, now: u64) -> Verdict {
@@ -228,6 +240,26 @@ mod tests {
         assert_eq!(r.verdict(24, 6), Verdict::Ready);
         assert_eq!(rules(1).verdict(24, 5), Verdict::Ready);
         assert_eq!(rules(1).verdict(28, 5), Verdict::WaitUntil(6));
+    }
+
+    #[test]
+    fn limit_is_the_verdict_in_one_compare() {
+        for lead in [0, 1, 3, u64::MAX] {
+            let r = rules(lead);
+            for now in [0, 1, 5, 1000, 1022, 1023, 1024, u64::MAX] {
+                for tick in (0..r.max_tick() + 3)
+                    .step_by(3)
+                    .chain([r.max_tick(), r.max_tick() + 1])
+                {
+                    let ready = r.verdict(tick, now) == Verdict::Ready;
+                    assert_eq!(
+                        tick < r.limit(now),
+                        ready,
+                        "lead {lead} now {now} tick {tick}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,8 @@ use crossbeam_utils::{Backoff, CachePadded};
 
 use super::builder::Config;
 use super::state::{TickCounter, TickRules, Verdict};
-use super::{IdGenerator, fill, wait};
+use super::wait::{self, BoundaryWatch};
+use super::{IdGenerator, fill};
 use crate::clock::{Clock, SystemClock};
 use crate::error::Error;
 use crate::id::Snowflake;
@@ -61,23 +62,45 @@ pub struct TickerGenerator<C: Clock + 'static = SystemClock> {
 struct Shared<C> {
     /// The last tick issued (table in the `state` module), written by every call.
     last: CachePadded<TickCounter>,
-    /// The latest unit read from the clock, by the thread or a caller: the
-    /// callers' clock. Follows the clock down when it steps back. On a line of
-    /// its own, so the callers' `fetch_add`s do not keep evicting it: it is
-    /// written once per unit and read by every call.
-    now: CachePadded<AtomicU64>,
+    /// The latest reading of the clock, by the thread or a caller: the
+    /// callers' clock. On a line of its own, so the callers' `fetch_add`s do
+    /// not keep evicting it: written once per unit, read by every call.
+    view: CachePadded<ClockView>,
     clock: C,
     layout: Layout,
     rules: TickRules,
+    watch: BoundaryWatch,
     stop: AtomicBool,
+}
+
+/// One reading of the clock, in the forms callers use. Follows the clock down
+/// when it steps back.
+///
+/// The three words are stored one by one, so a caller can read parts of two
+/// readings. That is harmless: each word alone is a bound from a real reading
+/// (`floor` a tick to start at no later than the clock's unit, `limit` a tick
+/// not to reach), so a mix is as safe as either reading.
+struct ClockView {
+    /// The unit.
+    now: AtomicU64,
+    /// `TickRules::floor(now)`: the tick a new unit starts at.
+    floor: AtomicU64,
+    /// `TickRules::limit(now)`: the first tick that may not be issued.
+    limit: AtomicU64,
 }
 
 impl<C: Clock> Shared<C> {
     /// Publishes unit `now`.
     fn advance(&self, now: u64) {
-        // Relaxed: the unit is self-contained; a caller that reads an older
-        // one only issues a slightly older timestamp or waits a little longer.
-        self.now.store(now, Ordering::Relaxed);
+        // Relaxed: each word is self-contained (see `ClockView`); a caller that
+        // reads an older one only issues an older timestamp or waits longer.
+        self.view.now.store(now, Ordering::Relaxed);
+        self.view
+            .floor
+            .store(self.rules.floor(now), Ordering::Relaxed);
+        self.view
+            .limit
+            .store(self.rules.limit(now), Ordering::Relaxed);
     }
 
     fn tick(&self) -> u64 {
@@ -93,13 +116,13 @@ impl<C: Clock> Shared<C> {
         let backoff = Backoff::new();
         while !backoff.is_completed() {
             // Relaxed: a late value only prolongs the wait.
-            if self.now.load(Ordering::Relaxed) >= target {
+            if self.view.now.load(Ordering::Relaxed) >= target {
                 return;
             }
             backoff.snooze();
         }
         // Late, starved or gone: read the clock, and tell the other callers.
-        let now_nanos = wait::until_unit(&self.clock, &self.layout, target);
+        let now_nanos = self.watch.until_unit(&self.clock, &self.layout, target);
         self.advance(self.layout.units_since_epoch(now_nanos));
     }
 
@@ -140,10 +163,15 @@ impl<C: Clock + 'static> TickerGenerator<C> {
     pub(crate) fn from_config(config: Config<C>) -> Result<Self, Error> {
         let shared = Arc::new(Shared {
             last: CachePadded::new(TickCounter::new(config.last)),
-            now: CachePadded::new(AtomicU64::new(0)),
+            view: CachePadded::new(ClockView {
+                now: AtomicU64::new(0),
+                floor: AtomicU64::new(0),
+                limit: AtomicU64::new(0),
+            }),
             clock: config.clock,
             layout: config.layout,
             rules: config.rules,
+            watch: BoundaryWatch::default(),
             stop: AtomicBool::new(false),
         });
         // The first unit is published before anyone can call.
@@ -201,15 +229,24 @@ impl<C: Clock + 'static> TickerGenerator<C> {
     fn issue(&self, count: u64) -> Result<u64, Error> {
         let shared = &*self.shared;
         // Relaxed: see `advance`.
-        let now = shared.now.load(Ordering::Relaxed);
-        let first = shared.last.take(count, shared.rules.floor(now));
-        match shared.rules.verdict(first + (count - 1), now) {
+        let floor = shared.view.floor.load(Ordering::Relaxed);
+        let limit = shared.view.limit.load(Ordering::Relaxed);
+        let first = shared.last.take(count, floor);
+        let end = first + (count - 1);
+        if end < limit {
+            return Ok(first);
+        }
+        match shared
+            .rules
+            .verdict(end, shared.view.now.load(Ordering::Relaxed))
+        {
+            Verdict::Exhausted => Err(wait::exhausted(&shared.layout)),
+            // Ready: the clock moved on between the loads; nothing to wait for.
             Verdict::Ready => Ok(first),
             Verdict::WaitUntil(unit) => {
-                self.shared.wait_for(unit);
+                shared.wait_for(unit);
                 Ok(first)
             }
-            Verdict::Exhausted => Err(wait::exhausted(&self.shared.layout)),
         }
     }
 
@@ -217,7 +254,7 @@ impl<C: Clock + 'static> TickerGenerator<C> {
     fn try_issue(&self, count: u64) -> Result<u64, Error> {
         let shared = &*self.shared;
         // Relaxed: a stale unit only makes the attempt more conservative.
-        let now = shared.now.load(Ordering::Relaxed);
+        let now = shared.view.now.load(Ordering::Relaxed);
         match shared.last.try_take(shared.rules, count, now) {
             Ok(first) => return Ok(first),
             Err(Verdict::Exhausted) => return Err(wait::exhausted(&shared.layout)),

@@ -1,0 +1,4 @@
+//! Helpers of the benchmark binary.
+
+pub mod cpu;
+pub mod environment;
