@@ -290,6 +290,38 @@ fn cpu_report(window: Duration) {
     let _ = std::fs::write(path, format!("{:#}\n", serde_json::Value::Array(rows)));
 }
 
+/// Whether the command line names a filter (an argument that is neither an
+/// option nor the value of one of Criterion's options that take a value).
+fn filtered() -> bool {
+    const TAKES_VALUE: [&str; 16] = [
+        "--color",
+        "--format",
+        "--plotting-backend",
+        "--save-baseline",
+        "--baseline",
+        "--baseline-lenient",
+        "--load-baseline",
+        "--sample-size",
+        "--warm-up-time",
+        "--measurement-time",
+        "--nresamples",
+        "--noise-threshold",
+        "--confidence-level",
+        "--significance-level",
+        "--profile-time",
+        "--output-format",
+    ];
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if TAKES_VALUE.contains(&arg.as_str()) {
+            args.next();
+        } else if !arg.starts_with('-') {
+            return true;
+        }
+    }
+    false
+}
+
 fn main() {
     let quick = quick();
     environment::report(quick);
@@ -311,8 +343,7 @@ fn main() {
     c.final_summary();
     // `cargo bench -- <filter>` runs the Criterion groups it names; the side
     // report runs only on a whole-suite run.
-    let filtered = std::env::args().skip(1).any(|a| !a.starts_with('-'));
-    if !filtered && !cfg!(debug_assertions) {
+    if !filtered() && !cfg!(debug_assertions) {
         cpu_report(if quick {
             Duration::from_millis(200)
         } else {
