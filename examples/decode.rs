@@ -6,6 +6,9 @@
 //! cargo run --release --example decode -- 1050118621198921728
 //! cargo run --release --example decode -- --layout discord 175928847299117063
 //! cargo run --release --example decode -- --json 1050118621198921728
+//! FLAKEGEN_WORKER_ID=9 cargo run --release --example decode -- --worker-from env
+//! cargo run --release --example decode -- --worker-from hostname   # StatefulSet pod ordinal
+//! cargo run --release --example decode -- --worker-from ip         # private IPv4 host part
 //! ```
 //!
 //! A bad ID or layout name prints a one-line error on stderr and makes the
@@ -15,7 +18,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::Parser;
-use flakegen::{Builder, Error, IdGenerator, Layout, Snowflake};
+use flakegen::{Builder, Error, IdGenerator, Layout, Snowflake, worker};
 
 /// Generate Snowflake IDs with each flakegen strategy, or decode the IDs given.
 #[derive(Parser)]
@@ -29,6 +32,10 @@ struct Args {
     /// Worker id to generate with (Twitter layout).
     #[arg(long, default_value_t = 1)]
     worker: u64,
+    /// Take the worker id from the deployment instead: env (FLAKEGEN_WORKER_ID),
+    /// hostname (a StatefulSet pod's ordinal) or ip (a private IPv4 address's host part).
+    #[arg(long, value_name = "SOURCE")]
+    worker_from: Option<String>,
     /// How many IDs to generate per strategy.
     #[arg(long, default_value_t = 3)]
     count: usize,
@@ -107,9 +114,28 @@ fn line<'a>(layout: &Layout, id: Snowflake, source: (&'a str, &'a str)) -> Resul
     })
 }
 
-fn generate(args: &Args) -> Result<(), Error> {
+/// The worker id to generate with, and where it came from.
+fn worker_id(args: &Args, layout: &Layout) -> Result<(u64, &'static str), String> {
+    let from = match args.worker_from.as_deref() {
+        None => return Ok((args.worker, "--worker")),
+        Some("env") => (worker::from_env(layout), "env"),
+        Some("hostname") => (worker::from_hostname(layout), "hostname"),
+        Some("ip") => (worker::from_private_ipv4(layout), "ip"),
+        Some(other) => {
+            return Err(format!(
+                "unknown worker source {other:?}: use env, hostname or ip"
+            ));
+        }
+    };
+    match from {
+        (Ok(id), source) => Ok((id, source)),
+        (Err(e), _) => Err(e.to_string()),
+    }
+}
+
+fn generate(args: &Args, worker: u64) -> Result<(), Error> {
     let layout = Layout::TWITTER;
-    let builder = Builder::new().layout(layout).worker(args.worker);
+    let builder = Builder::new().layout(layout).worker(worker);
     // All three share one worker id, so each resumes after the last ID of the
     // one before: the way a restarted process avoids re-issuing IDs.
     let mut last: Option<Snowflake> = None;
@@ -142,7 +168,17 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     if args.ids.is_empty() {
-        return match generate(&args) {
+        let worker = match worker_id(&args, &Layout::TWITTER) {
+            Ok((worker, source)) => {
+                eprintln!("worker id {worker} (from {source})");
+                worker
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::FAILURE;
+            }
+        };
+        return match generate(&args, worker) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");

@@ -57,7 +57,58 @@
 //! the default of zero, no ID's timestamp is later than the clock, and
 //! [`IdGenerator::next_id`] waits for the clock to catch up while
 //! [`IdGenerator::try_next_id`] returns [`Error::WouldBlock`] saying how long.
-//! Across a restart, pass the last ID issued to [`Builder::resume_after`].
+//! Across a restart the logical clock is lost: a process that comes back on a
+//! host whose clock is behind could issue IDs it issued before. Store the last
+//! ID issued (or read the largest from the database) and pass it to
+//! [`Builder::resume_after`]; the new generator never goes at or below it.
+//!
+//! # How many IDs per second
+//!
+//! A layout's sequence field is what caps one worker:
+//! `2^sequence_bits` IDs per time unit. [`Layout::TWITTER`] gives 4096 per
+//! millisecond, 4,096,000 per second per worker; [`Layout::SONYFLAKE`] 256 per
+//! 10 ms, 25,600 per second. Asked for more, a generator borrows the next
+//! unit, which with `max_lead` zero means waiting for it. Need more? Use more
+//! workers, a layout with a wider sequence, or a lead for bursts.
+//! [`Layout::ids_per_second`] says it for any layout.
+//!
+//! # When a layout runs out
+//!
+//! The timestamp field lasts `2^timestamp_bits` units from the epoch
+//! ([`Layout::exhausted_at`]): Twitter's until 2080, Instagram's until 2081,
+//! Discord's until 2154, Sonyflake's until 2188. After that, generators return
+//! [`Error::TimestampExhausted`]; they never wrap round to small IDs. Choose an
+//! epoch near your launch date for a custom layout to get the full range.
+//!
+//! # Choosing worker ids in containers
+//!
+//! A worker id must be unique among the generators running at one time with
+//! the same layout: two processes sharing one can issue the same ID. The
+//! [`worker`] module reads it from where deployments keep it and checks it
+//! against the layout: an environment variable set by the orchestrator
+//! (safest), the ordinal of a Kubernetes StatefulSet pod (`web-7` is 7), or
+//! the host part of a private IPv4 address when the subnet is no wider than
+//! the worker field. Replicas of a Deployment have random pod names and
+//! recycled addresses: give them ids explicitly. A process that forks must
+//! build a new generator, with an id of its own, in the child.
+//!
+//! # Storing IDs
+//!
+//! In Postgres and MySQL use a signed `BIGINT` (Postgres has no unsigned
+//! integers): [`Snowflake::to_i64`] and [`Snowflake::from_i64`] convert, and
+//! fail rather than wrap. Twitter's and Sonyflake's layouts keep the sign bit
+//! clear for their whole life; Discord's and Instagram's use all 64 bits and
+//! pass `i64::MAX` in 2084 and 2046, after which a `NUMERIC(20)` or text
+//! column is needed. IDs sort by time, so they index well as primary keys and
+//! a time range is an ID range ([`Layout::timestamp_at`], [`Layout::compose`]).
+//!
+//! # IDs in JSON
+//!
+//! JavaScript's numbers are doubles and lose precision above 2^53: a browser
+//! reading `1050118621198921728` as a number gets `1050118621198921700`. Send
+//! IDs as strings, as Twitter's and Discord's APIs do. With the `serde`
+//! feature, [`Snowflake`] serialises as a decimal string in human-readable
+//! formats and as a `u64` in binary ones, and reads either.
 //!
 //! # Clocks
 //!
@@ -85,7 +136,10 @@ mod generator;
 mod id;
 mod layout;
 mod platform;
+#[cfg(feature = "serde")]
+pub mod serde;
 mod sync;
+pub mod worker;
 
 pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SyscallClock, SystemClock};
 pub use self::error::{Error, LayoutError, Part};
