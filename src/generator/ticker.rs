@@ -109,7 +109,7 @@ impl<C: Clock> Shared<C> {
         now_nanos
     }
 
-    /// Waits until tick `end` may be issued, i.e. the clock reaches unit `target`.
+    /// Waits until the clock reaches unit `target`, with a short wait for the thread first.
     #[cold]
     fn wait_for(&self, target: u64) {
         // The thread normally publishes within microseconds of a boundary.
