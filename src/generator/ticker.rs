@@ -33,8 +33,12 @@ use crate::sync::{AtomicU64, Ordering};
 /// The thread is not trusted to run. Callers that have used up the current
 /// unit wait briefly for it, then read the clock themselves and publish what
 /// they read, so `next_id` makes progress when the thread is starved of CPU
-/// (more busy threads than cores) or gone (after `fork`). Timestamps can lag
-/// the clock by up to one unit plus however late the thread is.
+/// (more busy threads than cores) or gone (after `fork`). Timestamps lag the
+/// clock by up to one unit plus however late the thread is. If the thread is
+/// gone and calls are rare, that lag grows: timestamps stay at the last
+/// published unit until a caller uses up its sequence and reads the clock
+/// itself (uniqueness and order are unaffected). A forked child should build
+/// its own generator anyway, with a worker id of its own.
 ///
 /// Dropping the generator stops and joins the thread at once, without sleeping
 /// out the unit.
