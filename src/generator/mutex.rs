@@ -80,22 +80,24 @@ impl<C: Clock> MutexGenerator<C> {
     fn issue(&self, count: u64, block: bool) -> Result<u64, Error> {
         let now_nanos = self.clock.unix_nanos();
         let now = self.layout.units_since_epoch(now_nanos);
-        let (first, end) = {
+        let (first, wait_until) = {
             let mut last = self.last.lock();
             let Some((first, end)) = self.rules.reserve(*last, now, count) else {
                 drop(last);
                 return Err(wait::exhausted(&self.layout));
             };
-            if let Verdict::WaitUntil(unit) = self.rules.verdict(end, now) {
-                if !block {
+            let wait_until = match self.rules.verdict(end, now) {
+                Verdict::WaitUntil(unit) if !block => {
                     drop(last);
                     return Err(wait::would_block(&self.layout, unit, now_nanos));
                 }
-            }
+                Verdict::WaitUntil(unit) => Some(unit),
+                _ => None,
+            };
             *last = end;
-            (first, end)
+            (first, wait_until)
         };
-        if let Verdict::WaitUntil(unit) = self.rules.verdict(end, now) {
+        if let Some(unit) = wait_until {
             // The ticks are ours; hand them out once the clock allows.
             self.watch.until_unit(&self.clock, &self.layout, unit);
         }
