@@ -3,6 +3,7 @@
 //! ```text
 //! cargo run --release --example decode                       # generate with each strategy
 //! cargo run --release --example decode -- --worker 7 --count 5
+//! cargo run --release --example decode -- --layout sonyflake --strategy ticker
 //! cargo run --release --example decode -- 1050118621198921728
 //! cargo run --release --example decode -- --layout discord 175928847299117063
 //! cargo run --release --example decode -- --json 1050118621198921728
@@ -18,7 +19,7 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use clap::Parser;
-use flakegen::{Builder, Error, IdGenerator, Layout, Snowflake, worker};
+use flakegen::{Builder, Error, Layout, Snowflake, Strategy, worker};
 
 /// Generate Snowflake IDs with each flakegen strategy, or decode the IDs given.
 #[derive(Parser)]
@@ -26,10 +27,13 @@ use flakegen::{Builder, Error, IdGenerator, Layout, Snowflake, worker};
 struct Args {
     /// IDs to decode; with none, generate IDs instead.
     ids: Vec<String>,
-    /// Layout to decode with: twitter, discord, sonyflake or instagram.
+    /// Layout to generate or decode with: twitter, discord, sonyflake or instagram.
     #[arg(long, default_value = "twitter")]
     layout: String,
-    /// Worker id to generate with (Twitter layout).
+    /// Strategy to generate with: atomic, mutex or ticker; with none, each in turn.
+    #[arg(long)]
+    strategy: Option<Strategy>,
+    /// Worker id to generate with.
     #[arg(long, default_value_t = 1)]
     worker: u64,
     /// Take the worker id from the deployment instead: env (FLAKEGEN_WORKER_ID),
@@ -102,13 +106,13 @@ fn layout_named(name: &str) -> Option<Layout> {
 }
 
 fn line<'a>(layout: &Layout, id: Snowflake, source: (&'a str, &'a str)) -> Result<Line<'a>, Error> {
-    let parts = layout.decode(id)?;
+    let fields = layout.decode(id)?;
     Ok(Line {
         id,
-        time: layout.time_of(parts.timestamp),
-        unix_ms: layout.unix_millis_of(parts.timestamp),
-        worker: parts.worker,
-        sequence: parts.sequence,
+        time: layout.time_of(fields.timestamp),
+        unix_ms: layout.unix_millis_of(fields.timestamp),
+        worker: fields.worker,
+        sequence: fields.sequence,
         discord: *layout == Layout::DISCORD,
         source,
     })
@@ -133,25 +137,24 @@ fn worker_id(args: &Args, layout: &Layout) -> Result<(u64, &'static str), String
     }
 }
 
-fn generate(args: &Args, worker: u64) -> Result<(), Error> {
-    let layout = Layout::TWITTER;
+fn generate(args: &Args, layout: Layout, worker: u64) -> Result<(), Error> {
     let builder = Builder::new().layout(layout).worker(worker);
-    // All three share one worker id, so each resumes after the last ID of the
-    // one before: the way a restarted process avoids re-issuing IDs.
+    let strategies = match args.strategy {
+        Some(strategy) => vec![strategy],
+        None => Strategy::ALL.to_vec(),
+    };
+    // The strategies share one worker id, so each resumes after the last ID of
+    // the one before: the way a restarted process avoids re-issuing IDs.
     let mut last: Option<Snowflake> = None;
-    for name in ["atomic", "mutex", "ticker"] {
+    for strategy in strategies {
         let builder = match last {
             Some(id) => builder.clone().resume_after(id),
             None => builder.clone(),
         };
-        let generator: Box<dyn IdGenerator> = match name {
-            "atomic" => Box::new(builder.build_atomic()?),
-            "mutex" => Box::new(builder.build_mutex()?),
-            _ => Box::new(builder.build_ticker()?),
-        };
+        let generator = builder.build(strategy)?;
         for _ in 0..args.count {
             let id = generator.next_id()?;
-            line(&layout, id, ("strategy", name))?.print(args.json);
+            line(&layout, id, ("strategy", strategy.name()))?.print(args.json);
             last = Some(id);
         }
     }
@@ -168,7 +171,7 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     };
     if args.ids.is_empty() {
-        let worker = match worker_id(&args, &Layout::TWITTER) {
+        let worker = match worker_id(&args, &layout) {
             Ok((worker, source)) => {
                 eprintln!("worker id {worker} (from {source})");
                 worker
@@ -178,7 +181,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        return match generate(&args, worker) {
+        return match generate(&args, layout, worker) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -190,7 +193,8 @@ fn main() -> ExitCode {
     let mut status = ExitCode::SUCCESS;
     for text in &args.ids {
         match text
-            .parse()
+            .parse::<Snowflake>()
+            .map_err(Error::from)
             .and_then(|id| line(&layout, id, ("layout", &name)))
         {
             Ok(line) => line.print(args.json),

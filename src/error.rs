@@ -1,31 +1,101 @@
-//! The one error type of the crate.
+//! Errors, one type per kind of operation, and [`Error`] over all of them.
+//!
+//! Issuing is the hot path, so its error, [`IssueError`], is `Copy` and small:
+//! `Result<Snowflake, IssueError>` is 16 bytes and comes back in registers.
+//! Building, layouts, ID conversions, parsing and worker-id lookup each have
+//! their own type, and [`Error`] converts from every one for programs that
+//! want a single type behind `?`.
 
 use core::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// Everything that can go wrong in flakegen.
-///
-/// Every fallible function documents which variants it returns under `# Errors`.
-/// The `Display` text says what went wrong and what to do about it; match on the
-/// variant when a program needs to react (for example to
-/// [`WouldBlock`](Error::WouldBlock)).
+/// Why an ID could not be issued: the only error of
+/// [`IdGenerator`](crate::IdGenerator)'s methods.
 ///
 /// # Examples
 ///
 /// ```
-/// use flakegen::{Error, Layout, Parts};
+/// use std::time::Duration;
+/// use flakegen::{Builder, IdGenerator, IssueError, ManualClock};
 ///
-/// let err = Layout::TWITTER
-///     .compose(Parts { timestamp: 0, worker: 1024, sequence: 0 })
-///     .unwrap_err();
-/// assert!(matches!(err, Error::PartOutOfRange { .. }));
-/// assert!(err.to_string().contains("at most 1023"));
+/// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
+/// let generator = Builder::new().clock(clock.clone()).build_atomic()?;
+/// generator.next_id()?;
+/// clock.rewind(Duration::from_millis(5)); // NTP stepped the clock back
+/// match generator.try_next_id() {
+///     Err(e @ IssueError::WouldBlock { .. }) => assert!(e.retry_after().unwrap() > Duration::from_millis(4)),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), flakegen::Error>(())
 /// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IssueError {
+    /// A non-blocking call would have had to wait for the clock; nothing was
+    /// issued. The blocking methods wait instead.
+    WouldBlock {
+        /// How long until the call can succeed, as far as the clock says now.
+        wait_nanos: u64,
+    },
+    /// The clock is further behind the generator's logical clock than the
+    /// generator's `max_wait`: the clock stepped back, or the generator was
+    /// told to resume after an ID from a host whose clock ran ahead. Nothing
+    /// was issued, and the call returned at once instead of waiting.
+    ClockBehind {
+        /// How far the clock must move forward before IDs can be issued.
+        behind_nanos: u64,
+    },
+    /// The timestamp no longer fits the layout: the layout has run out of
+    /// time, or the clock reads far in the future.
+    TimestampExhausted {
+        /// The first instant the layout cannot represent, in ms since 1970.
+        end_unix_millis: u64,
+    },
+}
+
+impl IssueError {
+    /// How long to wait before trying again, when waiting can help:
+    /// `Some` for [`WouldBlock`](Self::WouldBlock) and [`ClockBehind`](Self::ClockBehind).
+    pub const fn retry_after(&self) -> Option<Duration> {
+        match *self {
+            IssueError::WouldBlock { wait_nanos: n }
+            | IssueError::ClockBehind { behind_nanos: n } => Some(Duration::from_nanos(n)),
+            IssueError::TimestampExhausted { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for IssueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            IssueError::WouldBlock { wait_nanos } => write!(
+                f,
+                "no id can be issued without waiting for the clock: retry in {:?}, \
+                 or call the blocking method",
+                Duration::from_nanos(wait_nanos)
+            ),
+            IssueError::ClockBehind { behind_nanos } => write!(
+                f,
+                "the clock is {:?} behind the last id issued, more than the generator's max_wait: \
+                 check the host's clock (NTP, VM migration, a resume_after id from a fast host), \
+                 retry once it has caught up, or raise max_wait",
+                Duration::from_nanos(behind_nanos)
+            ),
+            IssueError::TimestampExhausted { end_unix_millis } => write!(
+                f,
+                "the layout's timestamp ran out at unix ms {end_unix_millis}: check that the clock \
+                 is right, then move to a layout with a later epoch or more timestamp bits"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for IssueError {}
+
+/// Why a generator could not be built.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Error {
-    /// A custom layout's widths, unit or epoch do not describe a usable layout.
-    InvalidLayout(LayoutError),
+pub enum BuildError {
     /// The worker id does not fit in the layout's worker field.
     WorkerOutOfRange {
         /// The worker id asked for.
@@ -33,74 +103,72 @@ pub enum Error {
         /// The largest worker id the layout can hold.
         max: u64,
     },
-    /// A part given to [`Layout::compose`](crate::Layout::compose) does not fit its field.
-    PartOutOfRange {
-        /// Which part.
-        part: Part,
-        /// The value given.
-        value: u64,
-        /// The largest value the field can hold.
-        max: u64,
-    },
-    /// An ID has bits set above the layout's fields, so it was not made with this layout.
-    IdOutsideLayout {
-        /// The ID.
-        id: u64,
-        /// How many low bits the layout uses.
-        bits: u32,
-    },
     /// The layout's epoch is later than the generator's clock.
     EpochInFuture {
-        /// The layout's epoch.
-        epoch: SystemTime,
-        /// What the clock said.
-        now: SystemTime,
+        /// The layout's epoch, in ms since 1970.
+        epoch_unix_millis: u64,
+        /// What the clock said, in ms since 1970.
+        now_unix_millis: u64,
     },
-    /// The timestamp no longer fits the layout: the layout has run out of time,
-    /// or the clock is far in the future.
-    TimestampExhausted {
-        /// The first instant the layout cannot represent.
-        end: SystemTime,
-    },
-    /// A non-blocking call would have had to wait for the clock.
-    ///
-    /// Returned only by `try_` methods; the blocking ones wait instead.
-    WouldBlock {
-        /// How long until the call can succeed, as far as the clock says now.
-        wait: Duration,
-    },
-    /// A string is not the decimal form of a 64-bit ID.
-    InvalidId {
-        /// The start of the offending input (at most 40 characters).
-        input: String,
-        /// Why it was rejected.
-        reason: &'static str,
-    },
-    /// A negative `i64` cannot be an ID.
-    NegativeId {
-        /// The value given.
-        value: i64,
-    },
-    /// The ID is above `i64::MAX`, so it does not fit a signed 64-bit column.
-    IdAboveI64 {
-        /// The ID.
-        id: u64,
+    /// The ID given to [`Builder::resume_after`](crate::Builder::resume_after)
+    /// was not made with the generator's layout.
+    ResumeAfterOtherLayout(IdError),
+    /// The ID given to [`Builder::resume_after`](crate::Builder::resume_after)
+    /// leaves no room in the layout for another ID.
+    ResumeAfterExhausted {
+        /// The first instant the layout cannot represent, in ms since 1970.
+        end_unix_millis: u64,
     },
     /// The ticker's background thread could not be started.
     TickerSpawn(std::io::Error),
-    /// A worker id could not be read from the deployment (environment variable,
-    /// host name or network address).
-    WorkerSource {
-        /// Where the worker id was looked for.
-        source: &'static str,
-        /// What was found wrong there.
-        reason: String,
-    },
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::WorkerOutOfRange { worker, max } => write!(
+                f,
+                "worker id {worker} does not fit the layout: use 0 to {max}, \
+                 or a layout with more worker bits"
+            ),
+            BuildError::EpochInFuture {
+                epoch_unix_millis,
+                now_unix_millis,
+            } => write!(
+                f,
+                "the layout's epoch (unix ms {epoch_unix_millis}) is after the clock \
+                 (unix ms {now_unix_millis}): fix the clock or choose an epoch in the past"
+            ),
+            BuildError::ResumeAfterOtherLayout(e) => {
+                write!(f, "cannot resume after that id: {e}")
+            }
+            BuildError::ResumeAfterExhausted { end_unix_millis } => write!(
+                f,
+                "cannot resume after that id: it is the layout's last (the layout ends at \
+                 unix ms {end_unix_millis}); move to a layout with a later epoch or more timestamp bits"
+            ),
+            BuildError::TickerSpawn(e) => write!(
+                f,
+                "could not start the ticker thread ({e}): raise the thread limit, \
+                 or use the atomic strategy, which needs no thread"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BuildError::ResumeAfterOtherLayout(e) => Some(e),
+            BuildError::TickerSpawn(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// Which field of an ID a value belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Part {
+pub enum Field {
     /// Time units since the layout's epoch.
     Timestamp,
     /// The worker (machine, shard) id.
@@ -108,6 +176,152 @@ pub enum Part {
     /// The per-unit sequence number.
     Sequence,
 }
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Field::Timestamp => "timestamp",
+            Field::Worker => "worker id",
+            Field::Sequence => "sequence",
+        })
+    }
+}
+
+/// An ID, or a value meant to become one, that does not fit where it is put:
+/// a layout's fields, or a signed 64-bit column.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Field, Fields, IdError, Layout};
+///
+/// let err = Layout::TWITTER
+///     .compose(Fields { timestamp: 0, worker: 1024, sequence: 0 })
+///     .unwrap_err();
+/// assert_eq!(err, IdError::FieldOutOfRange { field: Field::Worker, value: 1024, max: 1023 });
+/// assert!(err.to_string().contains("at most 1023"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IdError {
+    /// A value given to [`Layout::compose`](crate::Layout::compose) does not fit its field.
+    FieldOutOfRange {
+        /// Which field.
+        field: Field,
+        /// The value given.
+        value: u64,
+        /// The largest value the field can hold.
+        max: u64,
+    },
+    /// An ID has bits set above the layout's fields, so it was not made with this layout.
+    OutsideLayout {
+        /// The ID.
+        id: u64,
+        /// How many low bits the layout uses.
+        bits: u32,
+    },
+    /// A negative `i64` cannot be an ID.
+    Negative {
+        /// The value given.
+        value: i64,
+    },
+    /// The ID is above `i64::MAX`, so it does not fit a signed 64-bit column.
+    AboveI64 {
+        /// The ID.
+        id: u64,
+    },
+}
+
+impl fmt::Display for IdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            IdError::FieldOutOfRange { field, value, max } => {
+                write!(
+                    f,
+                    "{field} {value} does not fit the layout: it must be at most {max}"
+                )
+            }
+            IdError::OutsideLayout { id, bits } => write!(
+                f,
+                "id {id} has bits set above the layout's {bits} bits: \
+                 it was made with another layout; decode it with that one"
+            ),
+            IdError::Negative { value } => write!(
+                f,
+                "negative value {value} is not an id (ids are never negative): \
+                 was it read from the wrong column?"
+            ),
+            IdError::AboveI64 { id } => write!(
+                f,
+                "id {id} is above i64::MAX and does not fit a signed 64-bit column: \
+                 store it as NUMERIC(20) or text, or use a layout that keeps the top bit clear"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for IdError {}
+
+/// A string that is not the decimal form of a 64-bit ID. Holds no copy of
+/// the input, so parsing never allocates.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::Snowflake;
+///
+/// let err = "12ab".parse::<Snowflake>().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid id: byte 2 is not a decimal digit (ids are digits only: no sign, spaces or separators)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParseIdError {
+    kind: ParseIdErrorKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum ParseIdErrorKind {
+    Empty,
+    NotADigit { at: usize },
+    TooLarge,
+}
+
+impl ParseIdError {
+    pub(crate) const fn empty() -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::Empty,
+        }
+    }
+
+    pub(crate) const fn not_a_digit(at: usize) -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::NotADigit { at },
+        }
+    }
+
+    pub(crate) const fn too_large() -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::TooLarge,
+        }
+    }
+}
+
+impl fmt::Display for ParseIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ParseIdErrorKind::Empty => f.write_str("invalid id: empty; expected decimal digits"),
+            ParseIdErrorKind::NotADigit { at } => write!(
+                f,
+                "invalid id: byte {at} is not a decimal digit \
+                 (ids are digits only: no sign, spaces or separators)"
+            ),
+            ParseIdErrorKind::TooLarge => {
+                f.write_str("invalid id: too large; ids are at most 18446744073709551615")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParseIdError {}
 
 /// Why a [`Layout`](crate::Layout) was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,18 +346,9 @@ pub enum LayoutError {
     OutlivesClock,
 }
 
-impl fmt::Display for Part {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Part::Timestamp => "timestamp",
-            Part::Worker => "worker id",
-            Part::Sequence => "sequence",
-        })
-    }
-}
-
 impl fmt::Display for LayoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid layout: ")?;
         match self {
             LayoutError::NoTimestampBits => f.write_str(
                 "the timestamp field has no bits: give it at least 1 (41 is usual for milliseconds)",
@@ -168,89 +373,171 @@ impl fmt::Display for LayoutError {
     }
 }
 
-fn unix_millis(t: SystemTime) -> i128 {
-    match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => d.as_millis() as i128,
-        Err(e) => -(e.duration().as_millis() as i128),
+impl std::error::Error for LayoutError {}
+
+/// Where [`worker`](crate::worker) looked for a worker id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WorkerOrigin {
+    /// An environment variable.
+    Environment,
+    /// The host (or pod) name.
+    HostName,
+    /// A network interface's IPv4 address.
+    Ipv4,
+}
+
+impl fmt::Display for WorkerOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WorkerOrigin::Environment => "the environment",
+            WorkerOrigin::HostName => "the host name",
+            WorkerOrigin::Ipv4 => "the IPv4 address",
+        })
     }
+}
+
+/// A worker id could not be read from the deployment. Its message says what
+/// was found and what to set instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerError {
+    origin: WorkerOrigin,
+    reason: String,
+}
+
+impl WorkerError {
+    pub(crate) fn new(origin: WorkerOrigin, reason: String) -> Self {
+        WorkerError { origin, reason }
+    }
+
+    /// Where the worker id was looked for.
+    pub fn origin(&self) -> WorkerOrigin {
+        self.origin
+    }
+}
+
+impl fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no worker id from {}: {}", self.origin, self.reason)
+    }
+}
+
+impl std::error::Error for WorkerError {}
+
+/// A string that names no [`Strategy`](crate::Strategy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParseStrategyError(pub(crate) ());
+
+impl fmt::Display for ParseStrategyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unknown strategy: expected one of atomic, mutex, ticker")
+    }
+}
+
+impl std::error::Error for ParseStrategyError {}
+
+/// Every error of the crate, for programs that want one type behind `?`.
+///
+/// Each operation returns its own, narrower error type; this one converts
+/// from all of them and displays as the error it holds.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Builder, Error, IdGenerator, Snowflake};
+///
+/// fn newest(stored: &str) -> Result<Snowflake, Error> {
+///     let last: Snowflake = stored.parse()?; // ParseIdError
+///     let generator = Builder::new().worker(1).resume_after(last).build_atomic()?; // BuildError
+///     Ok(generator.next_id()?) // IssueError
+/// }
+/// assert!(matches!(newest("x"), Err(Error::ParseId(_))));
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// Issuing an ID failed.
+    Issue(IssueError),
+    /// Building a generator failed.
+    Build(BuildError),
+    /// A custom layout was rejected.
+    Layout(LayoutError),
+    /// An ID or one of its fields did not fit.
+    Id(IdError),
+    /// A string was not an ID.
+    ParseId(ParseIdError),
+    /// A string was not a strategy's name.
+    ParseStrategy(ParseStrategyError),
+    /// No worker id could be read from the deployment.
+    Worker(WorkerError),
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::InvalidLayout(e) => write!(f, "invalid layout: {e}"),
-            Error::WorkerOutOfRange { worker, max } => write!(
-                f,
-                "worker id {worker} does not fit the layout: use 0 to {max}, \
-                 or a layout with more worker bits"
-            ),
-            Error::PartOutOfRange { part, value, max } => {
-                write!(
-                    f,
-                    "{part} {value} does not fit the layout: it must be at most {max}"
-                )
-            }
-            Error::IdOutsideLayout { id, bits } => write!(
-                f,
-                "id {id} has bits set above the layout's {bits} bits: \
-                 it was made with another layout; decode it with that one"
-            ),
-            Error::EpochInFuture { epoch, now } => write!(
-                f,
-                "the layout's epoch (unix ms {}) is after the clock (unix ms {}): \
-                 fix the clock or choose an epoch in the past",
-                unix_millis(*epoch),
-                unix_millis(*now)
-            ),
-            Error::TimestampExhausted { end } => write!(
-                f,
-                "the layout's timestamp ran out at unix ms {}: check that the clock is \
-                 right, then move to a layout with a later epoch or more timestamp bits",
-                unix_millis(*end)
-            ),
-            Error::WouldBlock { wait } => write!(
-                f,
-                "no id can be issued without waiting for the clock: retry in {wait:?}, \
-                 or call the blocking method"
-            ),
-            Error::InvalidId { input, reason } => {
-                write!(f, "invalid id {input:?}: {reason}")
-            }
-            Error::NegativeId { value } => write!(
-                f,
-                "negative value {value} is not an id (ids are never negative): \
-                 was it read from the wrong column?"
-            ),
-            Error::IdAboveI64 { id } => write!(
-                f,
-                "id {id} is above i64::MAX and does not fit a signed 64-bit column: \
-                 store it as NUMERIC(20) or text, or use a layout that keeps the top bit clear"
-            ),
-            Error::TickerSpawn(e) => write!(
-                f,
-                "could not start the ticker thread ({e}): raise the thread limit, \
-                 or use the atomic strategy, which needs no thread"
-            ),
-            Error::WorkerSource { source, reason } => {
-                write!(f, "no worker id from {source}: {reason}")
-            }
+            Error::Issue(e) => e.fmt(f),
+            Error::Build(e) => e.fmt(f),
+            Error::Layout(e) => e.fmt(f),
+            Error::Id(e) => e.fmt(f),
+            Error::ParseId(e) => e.fmt(f),
+            Error::ParseStrategy(e) => e.fmt(f),
+            Error::Worker(e) => e.fmt(f),
         }
     }
 }
 
 impl std::error::Error for Error {
+    /// The held error's source: `Error` is a transparent wrapper.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Error::TickerSpawn(e) => Some(e),
+            Error::Build(e) => e.source(),
             _ => None,
         }
     }
 }
 
-impl std::error::Error for LayoutError {}
+macro_rules! from_errors {
+    ($($variant:ident($ty:ty)),* $(,)?) => {$(
+        impl From<$ty> for Error {
+            fn from(e: $ty) -> Self {
+                Error::$variant(e)
+            }
+        }
+    )*};
+}
 
-impl From<LayoutError> for Error {
-    fn from(e: LayoutError) -> Self {
-        Error::InvalidLayout(e)
+from_errors!(
+    Issue(IssueError),
+    Build(BuildError),
+    Layout(LayoutError),
+    Id(IdError),
+    ParseId(ParseIdError),
+    ParseStrategy(ParseStrategyError),
+    Worker(WorkerError),
+);
+
+/// Milliseconds since 1970 of `time`, 0 before 1970: for error payloads.
+pub(crate) fn unix_millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Snowflake;
+
+    #[test]
+    fn issuing_results_come_back_in_two_registers() {
+        assert!(size_of::<Result<Snowflake, IssueError>>() <= 16);
+        assert!(size_of::<Result<(), IssueError>>() <= 16);
+    }
+
+    #[test]
+    fn parse_and_id_errors_are_small_and_copy() {
+        fn copy<T: Copy>() {}
+        copy::<ParseIdError>();
+        copy::<IdError>();
+        assert!(size_of::<Result<Snowflake, ParseIdError>>() <= 24);
     }
 }

@@ -1,12 +1,14 @@
 //! Bit layouts: where timestamp, worker id and sequence sit in 64 bits.
 //!
-//! All of the crate's bit arithmetic lives here.
+//! All of the crate's bit arithmetic lives here: composing and decoding IDs,
+//! converting clock readings to units, and the *ticks* the generators count
+//! in (see `Layout::compose_tick`).
 
 use core::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::divisor::Divisor;
-use crate::error::{Error, LayoutError, Part};
+use crate::error::{Field, IdError, LayoutError};
 use crate::id::Snowflake;
 
 const NANOS_PER_MILLI: u64 = 1_000_000;
@@ -52,9 +54,9 @@ pub enum FieldOrder {
 /// ```
 /// use flakegen::{Layout, Snowflake};
 ///
-/// let parts = Layout::TWITTER.decode(Snowflake::from_u64(1050118621198921728))?;
-/// assert_eq!((parts.worker, parts.sequence), (347, 0));
-/// assert_eq!(Layout::TWITTER.unix_millis_of(parts.timestamp), 1539202764211); // 2018-10-10T20:19:24.211Z
+/// let fields = Layout::TWITTER.decode(Snowflake::from_u64(1050118621198921728))?;
+/// assert_eq!((fields.worker, fields.sequence), (347, 0));
+/// assert_eq!(Layout::TWITTER.unix_millis_of(fields.timestamp), 1539202764211); // 2018-10-10T20:19:24.211Z
 /// assert_eq!(Layout::TWITTER.ids_per_second(), 4_096_000);
 /// # Ok::<(), flakegen::Error>(())
 /// ```
@@ -80,15 +82,15 @@ pub struct Layout {
 /// # Examples
 ///
 /// ```
-/// use flakegen::{Layout, Parts};
+/// use flakegen::{Layout, Fields};
 ///
-/// let parts = Parts { timestamp: 1_000, worker: 7, sequence: 42 };
-/// let id = Layout::TWITTER.compose(parts)?;
-/// assert_eq!(Layout::TWITTER.decode(id)?, parts);
+/// let fields = Fields { timestamp: 1_000, worker: 7, sequence: 42 };
+/// let id = Layout::TWITTER.compose(fields)?;
+/// assert_eq!(Layout::TWITTER.decode(id)?, fields);
 /// # Ok::<(), flakegen::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Parts {
+pub struct Fields {
     /// Time units since the layout's epoch.
     pub timestamp: u64,
     /// The worker (machine, shard, process) id.
@@ -173,14 +175,11 @@ impl LayoutBuilder {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidLayout`] when the timestamp has no bits, the fields add up
+    /// A [`LayoutError`] when the timestamp has no bits, the fields add up
     /// to more than 64 bits, timestamp and sequence take all 64, the unit is zero
     /// or longer than `u64::MAX` ns, or the layout runs past the year 2554.
-    pub const fn build(self) -> Result<Layout, Error> {
-        match self.check() {
-            Ok(layout) => Ok(layout),
-            Err(e) => Err(Error::InvalidLayout(e)),
-        }
+    pub const fn build(self) -> Result<Layout, LayoutError> {
+        self.check()
     }
 
     /// Validates the layout at compile time, for `const` layouts.
@@ -384,43 +383,43 @@ impl Layout {
         self.epoch() + self.lifetime()
     }
 
-    /// Puts parts together into an ID.
+    /// Puts fields together into an ID.
     ///
     /// # Errors
     ///
-    /// [`Error::PartOutOfRange`] when a part does not fit its field.
-    pub const fn compose(&self, parts: Parts) -> Result<Snowflake, Error> {
+    /// [`IdError::FieldOutOfRange`] when a value does not fit its field.
+    pub const fn compose(&self, fields: Fields) -> Result<Snowflake, IdError> {
         let checks = [
-            (Part::Timestamp, parts.timestamp, self.max_timestamp()),
-            (Part::Worker, parts.worker, self.max_worker()),
-            (Part::Sequence, parts.sequence, self.max_sequence()),
+            (Field::Timestamp, fields.timestamp, self.max_timestamp()),
+            (Field::Worker, fields.worker, self.max_worker()),
+            (Field::Sequence, fields.sequence, self.max_sequence()),
         ];
         let mut i = 0;
         while i < checks.len() {
-            let (part, value, max) = checks[i];
+            let (field, value, max) = checks[i];
             if value > max {
-                return Err(Error::PartOutOfRange { part, value, max });
+                return Err(IdError::FieldOutOfRange { field, value, max });
             }
             i += 1;
         }
-        let tick = (parts.timestamp << self.sequence_bits) | parts.sequence;
-        Ok(Snowflake::from_u64(
-            self.compose_tick(tick, self.worker_field(parts.worker)),
-        ))
+        Ok(Snowflake::from_u64(self.compose_tick(
+            self.tick_of(fields),
+            self.worker_field(fields.worker),
+        )))
     }
 
     /// Takes an ID apart.
     ///
     /// # Errors
     ///
-    /// [`Error::IdOutsideLayout`] when the ID has bits set above the layout's fields.
-    pub const fn decode(&self, id: Snowflake) -> Result<Parts, Error> {
+    /// [`IdError::OutsideLayout`] when the ID has bits set above the layout's fields.
+    pub const fn decode(&self, id: Snowflake) -> Result<Fields, IdError> {
         let raw = id.as_u64();
         let bits = self.total_bits();
         if bits < 64 && raw >> bits != 0 {
-            return Err(Error::IdOutsideLayout { id: raw, bits });
+            return Err(IdError::OutsideLayout { id: raw, bits });
         }
-        Ok(Parts {
+        Ok(Fields {
             timestamp: raw >> (self.worker_bits + self.sequence_bits),
             worker: (raw >> self.worker_shift) & self.max_worker(),
             sequence: (raw >> self.sequence_shift) & self.max_sequence(),
@@ -446,7 +445,7 @@ impl Layout {
     /// after the layout's end.
     ///
     /// Handy for range queries: every ID issued at or after `time` is at least
-    /// `compose(Parts { timestamp: timestamp_at(time), worker: 0, sequence: 0 })`.
+    /// `compose(Fields { timestamp: timestamp_at(time), worker: 0, sequence: 0 })`.
     ///
     /// # Examples
     ///
@@ -492,19 +491,52 @@ impl Layout {
         worker << self.worker_shift
     }
 
-    /// An ID from a *tick* (`timestamp << sequence_bits | sequence`, the
-    /// generators' packed logical clock) and a placed worker field.
+    // ---- ticks ----
+    //
+    // A *tick* is an ID's timestamp and sequence packed without the worker,
+    // `timestamp << sequence_bits | sequence`: the number the generators count
+    // in. Ticks of one worker order exactly as its IDs do, and adding 1 to a
+    // tick whose sequence is full carries into the next unit.
+    //
+    // | bits  | 63 … ts+s      | ts+s−1 … s                    | s−1 … 0  |
+    // |-------|----------------|-------------------------------|----------|
+    // | field | zero: headroom | timestamp (units since epoch) | sequence |
+    //
+    // Layouts keep `ts + s <= 63`, so a counter can run past the last tick
+    // without wrapping round to tick 0.
+
+    /// The largest tick the layout can hold: its last unit, sequence full.
+    #[inline]
+    pub(crate) const fn max_tick(&self) -> u64 {
+        // ts + s <= 63: validation guarantees it.
+        (1u64 << (self.timestamp_bits + self.sequence_bits)) - 1
+    }
+
+    /// The first tick of unit `unit` (which must be at most `max_timestamp() + 1`).
+    #[inline]
+    pub(crate) const fn first_tick(&self, unit: u64) -> u64 {
+        unit << self.sequence_bits
+    }
+
+    /// The unit a tick belongs to.
+    #[inline]
+    pub(crate) const fn unit_of_tick(&self, tick: u64) -> u64 {
+        tick >> self.sequence_bits
+    }
+
+    /// The tick of an ID's fields.
+    #[inline]
+    pub(crate) const fn tick_of(&self, fields: Fields) -> u64 {
+        (fields.timestamp << self.sequence_bits) | fields.sequence
+    }
+
+    /// The ID of a tick, with a worker field from [`worker_field`](Self::worker_field).
     #[inline]
     pub(crate) const fn compose_tick(&self, tick: u64, worker_field: u64) -> u64 {
         let sequence_mask = self.max_sequence();
         ((tick & !sequence_mask) << self.worker_bits)
             | ((tick & sequence_mask) << self.sequence_shift)
             | worker_field
-    }
-
-    /// The tick an ID was made at (its timestamp and sequence, packed).
-    pub(crate) const fn tick_of(&self, parts: Parts) -> u64 {
-        (parts.timestamp << self.sequence_bits) | parts.sequence
     }
 }
 
@@ -545,13 +577,13 @@ mod tests {
     #[test]
     fn decodes_the_published_twitter_id() {
         // https://twitter.com/.../status/1050118621198921728, posted 2018-10-10T20:19:24.211Z.
-        let parts = Layout::TWITTER
+        let fields = Layout::TWITTER
             .decode(Snowflake::from_u64(1_050_118_621_198_921_728))
             .unwrap();
-        assert_eq!(parts.worker, 347);
-        assert_eq!(parts.sequence, 0);
+        assert_eq!(fields.worker, 347);
+        assert_eq!(fields.sequence, 0);
         assert_eq!(
-            Layout::TWITTER.unix_millis_of(parts.timestamp),
+            Layout::TWITTER.unix_millis_of(fields.timestamp),
             1_539_202_764_211
         );
     }
@@ -560,15 +592,15 @@ mod tests {
     fn decodes_a_discord_id() {
         // Discord's documented example: 175928847299117063 is 2016-04-30T11:18:25.796Z,
         // internal worker 1, process 0, increment 7.
-        let parts = Layout::DISCORD
+        let fields = Layout::DISCORD
             .decode(Snowflake::from_u64(175_928_847_299_117_063))
             .unwrap();
         assert_eq!(
-            Layout::DISCORD.unix_millis_of(parts.timestamp),
+            Layout::DISCORD.unix_millis_of(fields.timestamp),
             1_462_015_105_796
         );
         assert_eq!(
-            (parts.worker >> 5, parts.worker & 31, parts.sequence),
+            (fields.worker >> 5, fields.worker & 31, fields.sequence),
             (1, 0, 7)
         );
     }
@@ -576,7 +608,7 @@ mod tests {
     #[test]
     fn sonyflake_puts_the_sequence_above_the_machine_id() {
         let id = Layout::SONYFLAKE
-            .compose(Parts {
+            .compose(Fields {
                 timestamp: 3,
                 worker: 0xABCD,
                 sequence: 0x12,
@@ -610,35 +642,35 @@ mod tests {
     }
 
     #[test]
-    fn presets_round_trip_their_extreme_parts() {
+    fn presets_round_trip_their_extreme_fields() {
         for (name, layout) in PRESETS {
-            for parts in [
-                Parts::default(),
-                Parts {
+            for fields in [
+                Fields::default(),
+                Fields {
                     timestamp: 1,
                     worker: 1,
                     sequence: 1,
                 },
-                Parts {
+                Fields {
                     timestamp: layout.max_timestamp(),
                     worker: layout.max_worker(),
                     sequence: layout.max_sequence(),
                 },
-                Parts {
+                Fields {
                     timestamp: layout.max_timestamp() / 3,
                     worker: 0,
                     sequence: layout.max_sequence(),
                 },
             ] {
-                let id = layout.compose(parts).unwrap();
-                assert_eq!(layout.decode(id).unwrap(), parts, "{name}");
+                let id = layout.compose(fields).unwrap();
+                assert_eq!(layout.decode(id).unwrap(), fields, "{name}");
                 assert_eq!(
-                    layout.tick_of(parts),
-                    (parts.timestamp << layout.sequence_bits) | parts.sequence
+                    layout.tick_of(fields),
+                    (fields.timestamp << layout.sequence_bits) | fields.sequence
                 );
-                let tick = layout.tick_of(parts);
+                let tick = layout.tick_of(fields);
                 assert_eq!(
-                    layout.compose_tick(tick, layout.worker_field(parts.worker)),
+                    layout.compose_tick(tick, layout.worker_field(fields.worker)),
                     id.as_u64(),
                     "{name}"
                 );
@@ -649,34 +681,34 @@ mod tests {
     #[test]
     fn compose_rejects_each_part_out_of_range() {
         let l = Layout::TWITTER;
-        for (parts, want) in [
+        for (fields, want) in [
             (
-                Parts {
+                Fields {
                     timestamp: 1 << 41,
                     worker: 0,
                     sequence: 0,
                 },
-                Part::Timestamp,
+                Field::Timestamp,
             ),
             (
-                Parts {
+                Fields {
                     timestamp: 0,
                     worker: 1024,
                     sequence: 0,
                 },
-                Part::Worker,
+                Field::Worker,
             ),
             (
-                Parts {
+                Fields {
                     timestamp: 0,
                     worker: 0,
                     sequence: 4096,
                 },
-                Part::Sequence,
+                Field::Sequence,
             ),
         ] {
-            match l.compose(parts) {
-                Err(Error::PartOutOfRange { part, .. }) => assert_eq!(part, want),
+            match l.compose(fields) {
+                Err(IdError::FieldOutOfRange { field, .. }) => assert_eq!(field, want),
                 other => panic!("expected {want:?} out of range, got {other:?}"),
             }
         }
@@ -687,7 +719,7 @@ mod tests {
         let err = Layout::TWITTER
             .decode(Snowflake::from_u64(1 << 63))
             .unwrap_err();
-        assert!(matches!(err, Error::IdOutsideLayout { bits: 63, .. }));
+        assert!(matches!(err, IdError::OutsideLayout { bits: 63, .. }));
         assert!(
             Layout::DISCORD
                 .decode(Snowflake::from_u64(u64::MAX))
@@ -729,7 +761,7 @@ mod tests {
         ];
         for (builder, want) in cases {
             match builder.build() {
-                Err(Error::InvalidLayout(got)) => assert_eq!(got, want, "{builder:?}"),
+                Err(got) => assert_eq!(got, want, "{builder:?}"),
                 other => panic!("{builder:?}: expected {want:?}, got {other:?}"),
             }
         }

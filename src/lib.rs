@@ -20,8 +20,8 @@
 //!
 //! let generator = Builder::new().layout(Layout::TWITTER).worker(7).build_atomic()?;
 //! let id: Snowflake = generator.next_id()?;
-//! let parts = Layout::TWITTER.decode(id)?;
-//! assert_eq!(parts.worker, 7);
+//! let fields = Layout::TWITTER.decode(id)?;
+//! assert_eq!(fields.worker, 7);
 //!
 //! // Batches synchronise once for the whole slice.
 //! let mut ids = [Snowflake::default(); 100];
@@ -32,8 +32,9 @@
 //!
 //! # Choosing a strategy
 //!
-//! Three [`IdGenerator`]s issue the same IDs under the same rules and differ in
-//! how concurrent callers synchronise:
+//! One [`Generator`] issues IDs under one set of rules; its three strategies
+//! differ only in how concurrent callers synchronise ([`Strategy`] names them
+//! at run time):
 //!
 //! - [`AtomicGenerator`]: one clock read and one `fetch_add` per ID; lock-free,
 //!   no thread. The default choice where reading the clock is cheap.
@@ -56,7 +57,10 @@
 //! logical clock runs ahead of it. [`Builder::max_lead`] bounds that lead: with
 //! the default of zero, no ID's timestamp is later than the clock, and
 //! [`IdGenerator::next_id`] waits for the clock to catch up while
-//! [`IdGenerator::try_next_id`] returns [`Error::WouldBlock`] saying how long.
+//! [`IdGenerator::try_next_id`] returns [`IssueError::WouldBlock`] saying how
+//! long. No call waits longer than [`Builder::max_wait`] (one second by
+//! default): a clock further behind than that is [`IssueError::ClockBehind`],
+//! returned at once.
 //! Across a restart the logical clock is lost: a process that comes back on a
 //! host whose clock is behind could issue IDs it issued before. Store the last
 //! ID issued (or read the largest from the database) and pass it to
@@ -77,20 +81,20 @@
 //! The timestamp field lasts `2^timestamp_bits` units from the epoch
 //! ([`Layout::exhausted_at`]): Twitter's until 2080, Instagram's until 2081,
 //! Discord's until 2154, Sonyflake's until 2188. After that, generators return
-//! [`Error::TimestampExhausted`]; they never wrap round to small IDs. Choose an
+//! [`IssueError::TimestampExhausted`]; they never wrap round to small IDs. Choose an
 //! epoch near your launch date for a custom layout to get the full range.
 //!
 //! # Choosing worker ids in containers
 //!
 //! A worker id must be unique among the generators running at one time with
-//! the same layout: two processes sharing one can issue the same ID. The
-//! [`worker`] module reads it from where deployments keep it and checks it
-//! against the layout: an environment variable set by the orchestrator
-//! (safest), the ordinal of a Kubernetes StatefulSet pod (`web-7` is 7), or
-//! the host part of a private IPv4 address when the subnet is no wider than
-//! the worker field. Replicas of a Deployment have random pod names and
-//! recycled addresses: give them ids explicitly. A process that forks must
-//! build a new generator, with an id of its own, in the child.
+//! the same layout ([why](#one-worker-id-one-generator)). The [`worker`]
+//! module reads it from where deployments keep it and checks it against the
+//! layout: an environment variable set by the orchestrator (safest), the
+//! ordinal of a Kubernetes StatefulSet pod (`web-7` is 7), or the host part
+//! of a private IPv4 address, which is unique only in
+//! [narrow conditions](worker#when-the-host-part-of-an-address-is-unique).
+//! Replicas of a Deployment have random pod names and recycled addresses:
+//! give them ids explicitly.
 //!
 //! # Storing IDs
 //!
@@ -102,7 +106,36 @@
 //! column is needed. IDs sort by time, so they index well as primary keys and
 //! a time range is an ID range ([`Layout::timestamp_at`], [`Layout::compose`]).
 //!
-//! # IDs in JSON
+//! # Clocks
+//!
+//! Generators are generic over a [`Clock`]: [`SystemClock`] (the default),
+//! [`CoarseClock`], [`MonotonicClock`], [`SyscallClock`] (reproduces the cost of
+//! clock reads under a hypervisor) and [`ManualClock`] for tests.
+//!
+//! # Errors
+//!
+//! Each operation has its own error type: [`IssueError`] for issuing (small
+//! and `Copy`: the hot path's result fits in two registers), [`BuildError`],
+//! [`LayoutError`], [`IdError`], [`ParseIdError`] and [`WorkerError`].
+//! [`Error`] converts from all of them, for one type behind `?`.
+//!
+//! # Caveats
+//!
+//! ## One worker id, one generator
+//!
+//! Two generators with the same layout and worker id can issue the same ID:
+//! nothing but the worker id keeps two generators' IDs apart. Use one
+//! generator per worker id at a time, shared between threads (it is `Sync`),
+//! and give every process its own id.
+//!
+//! ## Forking
+//!
+//! A generator in a forked child shares its parent's worker id and state, so
+//! both could issue the same ID. A process that forks must build new
+//! generators in the child, with a worker id of its own. (The ticker's thread
+//! does not survive a fork either; its callers fall back to reading the clock.)
+//!
+//! ## IDs in JSON
 //!
 //! JavaScript's numbers are doubles and lose precision above 2^53: a browser
 //! reading `1050118621198921728` as a number gets `1050118621198921700`. Send
@@ -110,24 +143,15 @@
 //! feature, [`Snowflake`] serialises as a decimal string in human-readable
 //! formats and as a `u64` in binary ones, and reads either.
 //!
-//! # Clocks
+//! ## The ticker's view of the clock
 //!
-//! Generators are generic over a [`Clock`]: [`SystemClock`] (the default),
-//! [`CoarseClock`], [`MonotonicClock`], [`SyscallClock`] (reproduces the cost of
-//! clock reads under a hypervisor) and [`ManualClock`] for tests.
-//!
-//! # Caveats
-//!
-//! - Two generators with the same layout and worker id can issue the same ID.
-//!   One generator per worker id at a time, shared between threads.
-//! - A process that forks must build new generators in the child, with a
-//!   worker id of its own.
-//! - The ticker sees a clock step back only at its next tick, so for up to one
-//!   unit its IDs can carry the time from before the step.
-
-#![deny(missing_docs)]
-#![deny(unsafe_code)]
-#![warn(rust_2018_idioms)]
+//! The ticker's callers use the unit its thread last published, so their
+//! timestamps lag the clock by up to one unit plus however late the thread
+//! is, and a clock step back is seen only at the next boundary: for up to one
+//! unit, IDs can carry the time from before the step. If the thread is gone
+//! and calls are rare, timestamps stay at the last published unit until a
+//! caller uses up its sequence and reads the clock itself. Uniqueness and
+//! order are never affected.
 
 mod clock;
 mod divisor;
@@ -135,17 +159,21 @@ mod error;
 mod generator;
 mod id;
 mod layout;
-mod platform;
 #[cfg(feature = "serde")]
 pub mod serde;
 mod sync;
 pub mod worker;
 
 pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SyscallClock, SystemClock};
-pub use self::error::{Error, LayoutError, Part};
-pub use self::generator::{AtomicGenerator, Builder, IdGenerator, MutexGenerator, TickerGenerator};
+pub use self::error::{
+    BuildError, Error, Field, IdError, IssueError, LayoutError, ParseIdError, ParseStrategyError,
+    WorkerError, WorkerOrigin,
+};
+pub use self::generator::{
+    AtomicGenerator, Builder, Generator, IdGenerator, MutexGenerator, Strategy, TickerGenerator,
+};
 pub use self::id::Snowflake;
-pub use self::layout::{FieldOrder, Layout, LayoutBuilder, Parts};
+pub use self::layout::{FieldOrder, Fields, Layout, LayoutBuilder};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

@@ -1,7 +1,7 @@
-//! The atomics the generators' state is made of, swapped for loom's under
-//! `cfg(loom)` so the model checker can explore their interleavings.
+//! Every atomic of the crate, swapped for loom's under `cfg(loom)` so the model
+//! checker can explore their interleavings.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -10,8 +10,23 @@
 //! - [`from_hostname`] / [`from_pod_name`]: the ordinal of a Kubernetes
 //!   StatefulSet pod (`web-7` is 7), unique within the set by construction.
 //! - [`from_private_ipv4`] / [`from_ipv4`]: the host part of the machine's
-//!   private IPv4 address, Sonyflake's default. Unique only within one subnet,
-//!   so the subnet must have no more host bits than the layout has worker bits.
+//!   private IPv4 address, Sonyflake's default. See below for when that is safe.
+//!
+//! # When the host part of an address is unique
+//!
+//! Addresses in one subnet differ only in their host part, so the host part
+//! is unique among the hosts *of that subnet*. It is a safe worker id only
+//! when every worker sharing the layout sits in that one subnet, and the
+//! subnet has no more host bits than the layout has worker bits. Neither can
+//! be checked from one host:
+//!
+//! - Workers in different subnets collide: Flannel gives each Kubernetes node
+//!   its own `/24`, so pods on different nodes get the same host part.
+//! - A `/32` (GCE instances, Calico pods) or `/31` has no host part to speak
+//!   of: every such host would get the same id, so these are refused.
+//!
+//! Where workers span subnets, use an explicit id, or leases (which need no
+//! configuration at all).
 //!
 //! # Examples
 //!
@@ -25,22 +40,22 @@
 
 use std::net::Ipv4Addr;
 
-use crate::error::Error;
+use crate::error::{WorkerError, WorkerOrigin};
 use crate::layout::Layout;
-use crate::platform;
 
 /// The environment variable [`from_env`] reads.
 pub const ENV_VAR: &str = "FLAKEGEN_WORKER_ID";
 
-fn check(source: &'static str, worker: u64, layout: &Layout) -> Result<u64, Error> {
+fn check(origin: WorkerOrigin, worker: u64, layout: &Layout) -> Result<u64, WorkerError> {
     if worker > layout.max_worker() {
-        return Err(Error::WorkerSource {
-            source,
-            reason: format!(
-                "worker id {worker} does not fit the layout, which holds 0 to {}",
+        return Err(WorkerError::new(
+            origin,
+            format!(
+                "worker id {worker} does not fit the layout, which holds 0 to {}: \
+                 give this process a smaller id, or use a layout with more worker bits",
                 layout.max_worker()
             ),
-        });
+        ));
     }
     Ok(worker)
 }
@@ -49,9 +64,9 @@ fn check(source: &'static str, worker: u64, layout: &Layout) -> Result<u64, Erro
 ///
 /// # Errors
 ///
-/// [`Error::WorkerSource`] when the variable is unset, not a decimal number,
+/// [`WorkerError`] when the variable is unset, not a decimal number,
 /// or too large for `layout`.
-pub fn from_env(layout: &Layout) -> Result<u64, Error> {
+pub fn from_env(layout: &Layout) -> Result<u64, WorkerError> {
     from_env_var(ENV_VAR, layout)
 }
 
@@ -59,22 +74,21 @@ pub fn from_env(layout: &Layout) -> Result<u64, Error> {
 ///
 /// # Errors
 ///
-/// [`Error::WorkerSource`] when the variable is unset, not a decimal number,
+/// [`WorkerError`] when the variable is unset, not a decimal number,
 /// or too large for `layout`.
 ///
 /// # Examples
 ///
 /// ```
-/// use flakegen::{Error, Layout, worker};
+/// use flakegen::{Layout, worker};
 ///
 /// match worker::from_env_var("MY_APP_WORKER_ID", &Layout::TWITTER) {
 ///     Ok(id) => println!("worker {id}"),
-///     Err(e @ Error::WorkerSource { .. }) => println!("{e}"), // "... MY_APP_WORKER_ID is not set: ..."
-///     Err(e) => return Err(e),
+///     Err(e) => println!("{e}"), // "no worker id from the environment: MY_APP_WORKER_ID is not set: ..."
 /// }
 /// # Ok::<(), flakegen::Error>(())
 /// ```
-pub fn from_env_var(name: &str, layout: &Layout) -> Result<u64, Error> {
+pub fn from_env_var(name: &str, layout: &Layout) -> Result<u64, WorkerError> {
     from_env_value(name, std::env::var(name), layout)
 }
 
@@ -83,32 +97,30 @@ fn from_env_value(
     name: &str,
     value: Result<String, std::env::VarError>,
     layout: &Layout,
-) -> Result<u64, Error> {
-    const SOURCE: &str = "the environment";
-    let value = value.map_err(|e| Error::WorkerSource {
-        source: SOURCE,
-        reason: match e {
-            std::env::VarError::NotPresent => {
-                format!("{name} is not set: set it to this process's worker id")
-            }
-            std::env::VarError::NotUnicode(_) => format!("{name} is not valid unicode"),
-        },
+) -> Result<u64, WorkerError> {
+    const ORIGIN: WorkerOrigin = WorkerOrigin::Environment;
+    let value = value.map_err(|e| {
+        WorkerError::new(
+            ORIGIN,
+            match e {
+                std::env::VarError::NotPresent => {
+                    format!("{name} is not set: set it to this process's worker id")
+                }
+                std::env::VarError::NotUnicode(_) => format!("{name} is not valid unicode"),
+            },
+        )
     })?;
-    let worker = value
-        .trim()
-        .parse::<u64>()
-        .map_err(|_| Error::WorkerSource {
-            source: SOURCE,
-            reason: format!("{name}={value:?} is not a decimal number"),
-        })?;
-    check(SOURCE, worker, layout)
+    let worker = value.trim().parse::<u64>().map_err(|_| {
+        WorkerError::new(ORIGIN, format!("{name}={value:?} is not a decimal number"))
+    })?;
+    check(ORIGIN, worker, layout)
 }
 
 /// The ordinal of a StatefulSet pod name (`web-7` gives 7).
 ///
 /// # Errors
 ///
-/// [`Error::WorkerSource`] when the name does not end in `-<digits>` or the
+/// [`WorkerError`] when the name does not end in `-<digits>` or the
 /// ordinal is too large for `layout`.
 ///
 /// # Examples
@@ -121,24 +133,28 @@ fn from_env_value(
 /// assert!(worker::from_pod_name("web-5000", &Layout::TWITTER).is_err()); // over 1023
 /// # Ok::<(), flakegen::Error>(())
 /// ```
-pub fn from_pod_name(name: &str, layout: &Layout) -> Result<u64, Error> {
-    const SOURCE: &str = "the host name";
+pub fn from_pod_name(name: &str, layout: &Layout) -> Result<u64, WorkerError> {
+    const ORIGIN: WorkerOrigin = WorkerOrigin::HostName;
     let ordinal = name
         .rsplit_once('-')
         .map(|(_, ordinal)| ordinal)
         .filter(|o| !o.is_empty() && o.bytes().all(|b| b.is_ascii_digit()))
-        .ok_or_else(|| Error::WorkerSource {
-            source: SOURCE,
-            reason: format!(
-                "{name:?} does not end in -<ordinal> like a StatefulSet pod's name (web-0, web-1, ...): \
-                 run as a StatefulSet or set {ENV_VAR}"
-            ),
+        .ok_or_else(|| {
+            WorkerError::new(
+                ORIGIN,
+                format!(
+                    "{name:?} does not end in -<ordinal> like a StatefulSet pod's name \
+                     (web-0, web-1, ...): run as a StatefulSet or set {ENV_VAR}"
+                ),
+            )
         })?;
-    let worker = ordinal.parse::<u64>().map_err(|_| Error::WorkerSource {
-        source: SOURCE,
-        reason: format!("the ordinal of {name:?} is too large"),
+    let worker = ordinal.parse::<u64>().map_err(|_| {
+        WorkerError::new(
+            ORIGIN,
+            format!("the ordinal of {name:?} is too large: set {ENV_VAR} instead"),
+        )
     })?;
-    check(SOURCE, worker, layout)
+    check(ORIGIN, worker, layout)
 }
 
 /// The ordinal of this host's name, as [`from_pod_name`]: in a Kubernetes
@@ -146,26 +162,42 @@ pub fn from_pod_name(name: &str, layout: &Layout) -> Result<u64, Error> {
 ///
 /// # Errors
 ///
-/// As for [`from_pod_name`], and [`Error::WorkerSource`] when the host name
+/// As for [`from_pod_name`], and [`WorkerError`] when the host name
 /// cannot be read.
-pub fn from_hostname(layout: &Layout) -> Result<u64, Error> {
-    let name = platform::hostname().ok_or_else(|| Error::WorkerSource {
-        source: "the host name",
-        reason: "the host name could not be read".to_owned(),
+pub fn from_hostname(layout: &Layout) -> Result<u64, WorkerError> {
+    let name = hostname().ok_or_else(|| {
+        WorkerError::new(
+            WorkerOrigin::HostName,
+            format!("the host name could not be read: set {ENV_VAR} instead"),
+        )
     })?;
     from_pod_name(&name, layout)
 }
 
+/// This machine's host name: the kernel's on Linux, else what shells and
+/// Windows put in the environment.
+fn hostname() -> Option<String> {
+    let name = if cfg!(target_os = "linux") {
+        std::fs::read_to_string("/proc/sys/kernel/hostname").ok()
+    } else {
+        ["HOSTNAME", "COMPUTERNAME"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok())
+    };
+    name.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
+}
+
 /// The host part of a private IPv4 address in a subnet of `prefix_len` bits.
 ///
-/// Addresses in one subnet differ only in their host part, so it is unique
-/// among the hosts of that subnet, provided it fits the worker field whole;
-/// taking fewer bits would let two hosts share a worker id.
+/// Unique among the hosts of that one subnet, provided it fits the worker
+/// field whole (taking fewer bits would let two hosts share a worker id):
+/// see [when the host part is unique](self#when-the-host-part-of-an-address-is-unique).
 ///
 /// # Errors
 ///
-/// [`Error::WorkerSource`] when the address is not private (10/8, 172.16/12,
-/// 192.168/16) or the subnet has more host bits than `layout` has worker bits.
+/// [`WorkerError`] when the address is not private (10/8, 172.16/12,
+/// 192.168/16), the subnet has no host part (`/31`, `/32`), or it has more
+/// host bits than `layout` has worker bits.
 ///
 /// # Examples
 ///
@@ -178,56 +210,70 @@ pub fn from_hostname(layout: &Layout) -> Result<u64, Error> {
 /// // Twitter's 10 bits cannot tell the 65,536 hosts of a /16 apart.
 /// assert!(worker::from_ipv4(Ipv4Addr::new(10, 1, 2, 3), 16, &Layout::TWITTER).is_err());
 /// assert_eq!(worker::from_ipv4(Ipv4Addr::new(192, 168, 1, 77), 24, &Layout::TWITTER)?, 77);
+/// // Every /32 host would be worker 0.
+/// assert!(worker::from_ipv4(Ipv4Addr::new(10, 128, 0, 7), 32, &Layout::TWITTER).is_err());
 /// # Ok::<(), flakegen::Error>(())
 /// ```
-pub fn from_ipv4(address: Ipv4Addr, prefix_len: u32, layout: &Layout) -> Result<u64, Error> {
-    const SOURCE: &str = "the IPv4 address";
+pub fn from_ipv4(address: Ipv4Addr, prefix_len: u32, layout: &Layout) -> Result<u64, WorkerError> {
+    const ORIGIN: WorkerOrigin = WorkerOrigin::Ipv4;
     if !address.is_private() {
-        return Err(Error::WorkerSource {
-            source: SOURCE,
-            reason: format!("{address} is not a private address: set {ENV_VAR} instead"),
-        });
+        return Err(WorkerError::new(
+            ORIGIN,
+            format!("{address} is not a private address: set {ENV_VAR} instead"),
+        ));
     }
     let host_bits = 32 - prefix_len.min(32);
+    if host_bits <= 1 {
+        return Err(WorkerError::new(
+            ORIGIN,
+            format!(
+                "{address}/{prefix_len} has no host part to tell hosts apart (every /32 or /31 \
+                 host would get the same worker id): set {ENV_VAR} instead"
+            ),
+        ));
+    }
     if host_bits > layout.worker_bits() {
-        return Err(Error::WorkerSource {
-            source: SOURCE,
-            reason: format!(
+        return Err(WorkerError::new(
+            ORIGIN,
+            format!(
                 "{address}/{prefix_len} has {host_bits} host bits but the layout has {} worker bits, \
                  so two hosts could share a worker id: set {ENV_VAR} instead",
                 layout.worker_bits()
             ),
-        });
+        ));
     }
-    let host_mask = if host_bits == 0 {
-        0
-    } else {
-        u32::MAX >> (32 - host_bits)
-    };
-    check(SOURCE, u64::from(u32::from(address) & host_mask), layout)
+    let host_mask = u32::MAX >> (32 - host_bits);
+    check(ORIGIN, u64::from(u32::from(address) & host_mask), layout)
 }
 
 /// The host part of this machine's first private IPv4 address, as
-/// [`from_ipv4`] with the interface's own netmask (Linux only).
+/// [`from_ipv4`] with the interface's own netmask.
 ///
 /// # Errors
 ///
-/// [`Error::WorkerSource`] when no interface has a private IPv4 address, the
-/// platform cannot list interfaces, or as for [`from_ipv4`].
-pub fn from_private_ipv4(layout: &Layout) -> Result<u64, Error> {
-    const SOURCE: &str = "the IPv4 address";
-    let addresses = platform::ipv4_interfaces().map_err(|e| Error::WorkerSource {
-        source: SOURCE,
-        reason: format!("cannot list network interfaces ({e}): set {ENV_VAR} instead"),
+/// [`WorkerError`] when no interface has a private IPv4 address, the
+/// interfaces cannot be listed, or as for [`from_ipv4`].
+pub fn from_private_ipv4(layout: &Layout) -> Result<u64, WorkerError> {
+    const ORIGIN: WorkerOrigin = WorkerOrigin::Ipv4;
+    let interfaces = if_addrs::get_if_addrs().map_err(|e| {
+        WorkerError::new(
+            ORIGIN,
+            format!("cannot list network interfaces ({e}): set {ENV_VAR} instead"),
+        )
     })?;
-    let (address, prefix_len) = addresses
-        .into_iter()
-        .find(|(address, _)| address.is_private())
-        .ok_or_else(|| Error::WorkerSource {
-            source: SOURCE,
-            reason: format!("no interface has a private IPv4 address: set {ENV_VAR} instead"),
+    let (address, prefix_len) = interfaces
+        .iter()
+        .find_map(|interface| match &interface.addr {
+            if_addrs::IfAddr::V4(v4) if v4.ip.is_private() => Some((v4.ip, v4.prefixlen)),
+            _ => None,
+        })
+        .ok_or_else(|| {
+            WorkerError::new(
+                ORIGIN,
+                format!("no interface has a private IPv4 address: set {ENV_VAR} instead"),
+            )
         })?;
-    from_ipv4(address, prefix_len, layout)
+    from_ipv4(address, u32::from(prefix_len), layout)
 }
 
 #[cfg(test)]
@@ -265,10 +311,8 @@ mod tests {
             "-",
             "web-99999999999999999999999",
         ] {
-            assert!(
-                matches!(from_pod_name(bad, &l), Err(Error::WorkerSource { .. })),
-                "{bad}"
-            );
+            let e = from_pod_name(bad, &l).unwrap_err();
+            assert_eq!(e.origin(), WorkerOrigin::HostName, "{bad}");
         }
     }
 
@@ -279,7 +323,11 @@ mod tests {
             from_ipv4(Ipv4Addr::new(172, 16, 255, 1), 16, &l).unwrap(),
             0xFF01
         );
-        assert_eq!(from_ipv4(Ipv4Addr::new(10, 0, 0, 9), 32, &l).unwrap(), 0);
+        for no_host_part in [31, 32, 40] {
+            let e = from_ipv4(Ipv4Addr::new(10, 0, 0, 9), no_host_part, &l).unwrap_err();
+            assert!(e.to_string().contains(ENV_VAR), "{e}");
+        }
+        assert_eq!(from_ipv4(Ipv4Addr::new(10, 0, 0, 9), 30, &l).unwrap(), 1);
         assert!(from_ipv4(Ipv4Addr::new(8, 8, 8, 8), 24, &l).is_err());
         assert!(from_ipv4(Ipv4Addr::new(10, 0, 0, 9), 8, &l).is_err());
         let single = Layout::builder()
@@ -292,14 +340,14 @@ mod tests {
 
     #[test]
     fn this_machine_answers_or_explains() {
-        // Whatever the machine, an answer fits the layout or the error says what to do.
-        for result in [
-            from_hostname(&Layout::SONYFLAKE),
-            from_private_ipv4(&Layout::SONYFLAKE),
+        // Whatever the machine, an answer fits the layout or the error says where it looked.
+        for (result, origin) in [
+            (from_hostname(&Layout::SONYFLAKE), WorkerOrigin::HostName),
+            (from_private_ipv4(&Layout::SONYFLAKE), WorkerOrigin::Ipv4),
         ] {
             match result {
                 Ok(worker) => assert!(worker <= Layout::SONYFLAKE.max_worker()),
-                Err(e) => assert!(matches!(e, Error::WorkerSource { .. }), "{e:?}"),
+                Err(e) => assert_eq!(e.origin(), origin, "{e}"),
             }
         }
     }

@@ -1,32 +1,35 @@
 //! Every error path of the public API, in one table: each bad input gives its
-//! own `Error` variant (never a panic, never a wrong ID), and its message says
-//! what to do.
+//! own error (never a panic, never a wrong ID), and its message says what to do.
 
 mod common;
 
 use std::error::Error as _;
+use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use common::*;
 use flakegen::{
-    Builder, Error, IdGenerator, Layout, LayoutError, ManualClock, Part, Parts, Snowflake,
+    BuildError, Builder, Error, Field, Fields, IdError, IdGenerator, IssueError, Layout,
+    LayoutError, ManualClock, Snowflake, Strategy, worker,
 };
 
-/// What a case produced, and a word its message must contain (the advice).
-type Case = (
-    &'static str,
-    Result<(), Error>,
-    fn(&Error) -> bool,
-    &'static str,
-);
+/// A case's name, what it produced, the error it must be, and a phrase of
+/// advice its message must contain.
+type Case = (String, Result<(), Error>, fn(&Error) -> bool, &'static str);
 
-fn err<T>(r: Result<T, Error>) -> Result<(), Error> {
-    r.map(|_| ())
+fn err<T, E: Into<Error>>(r: Result<T, E>) -> Result<(), Error> {
+    r.map(|_| ()).map_err(Into::into)
+}
+
+fn clock() -> ManualClock {
+    ManualClock::from_unix_millis(START_MS)
 }
 
 fn cases() -> Vec<Case> {
-    let clock = || ManualClock::from_unix_millis(START_MS);
     let mut cases: Vec<Case> = vec![];
+    let mut case = |name: &str, result, is: fn(&Error) -> bool, advice| {
+        cases.push((name.to_owned(), result, is, advice));
+    };
 
     for (name, layout) in [
         ("twitter", Layout::TWITTER),
@@ -34,201 +37,216 @@ fn cases() -> Vec<Case> {
         ("sonyflake", Layout::SONYFLAKE),
         ("instagram", Layout::INSTAGRAM),
     ] {
-        let too_large = layout.max_worker() + 1;
-        let b = Builder::new()
-            .layout(layout)
-            .worker(too_large)
-            .clock(clock());
-        cases.push((
-            name,
-            err(b.clone().build_mutex()),
-            |e| matches!(e, Error::WorkerOutOfRange { .. }),
-            "more worker bits",
-        ));
-        cases.push((
-            name,
-            err(b.clone().build_atomic()),
-            |e| matches!(e, Error::WorkerOutOfRange { .. }),
-            "use 0 to",
-        ));
-        cases.push((
-            name,
-            err(b.build_ticker()),
-            |e| matches!(e, Error::WorkerOutOfRange { .. }),
-            "use 0 to",
-        ));
+        for strategy in Strategy::ALL {
+            let too_large = layout.max_worker() + 1;
+            let builder = Builder::new()
+                .layout(layout)
+                .worker(too_large)
+                .clock(clock());
+            case(
+                &format!("{name} {strategy}: worker too large"),
+                err(builder.build(strategy)),
+                |e| matches!(e, Error::Build(BuildError::WorkerOutOfRange { .. })),
+                "more worker bits",
+            );
+        }
     }
 
-    let layout_case = |b: flakegen::LayoutBuilder| err(b.build());
-    cases.extend([
-        (
-            "widths over 64",
-            layout_case(Layout::builder().timestamp_bits(50)),
-            (|e| {
-                matches!(
-                    e,
-                    Error::InvalidLayout(LayoutError::TooManyBits { total: 72 })
-                )
-            }) as fn(&Error) -> bool,
-            "must fit in 64",
+    let layout = |b: flakegen::LayoutBuilder| err(b.build());
+    case(
+        "widths over 64",
+        layout(Layout::builder().timestamp_bits(50)),
+        |e| matches!(e, Error::Layout(LayoutError::TooManyBits { total: 72 })),
+        "must fit in 64",
+    );
+    case(
+        "no timestamp",
+        layout(Layout::builder().timestamp_bits(0)),
+        |e| matches!(e, Error::Layout(LayoutError::NoTimestampBits)),
+        "at least 1",
+    );
+    case(
+        "no headroom",
+        layout(
+            Layout::builder()
+                .timestamp_bits(44)
+                .worker_bits(0)
+                .sequence_bits(20),
         ),
-        (
-            "no timestamp",
-            layout_case(Layout::builder().timestamp_bits(0)),
-            |e| matches!(e, Error::InvalidLayout(LayoutError::NoTimestampBits)),
-            "at least 1",
-        ),
-        (
-            "no headroom",
-            layout_case(
+        |e| matches!(e, Error::Layout(LayoutError::NoHeadroom)),
+        "63 at most",
+    );
+    case(
+        "zero unit",
+        layout(Layout::builder().unit(Duration::ZERO)),
+        |e| matches!(e, Error::Layout(LayoutError::ZeroUnit)),
+        "at least 1 ns",
+    );
+    case(
+        "unit over u64 ns",
+        layout(Layout::builder().unit(Duration::from_secs(u64::MAX))),
+        |e| matches!(e, Error::Layout(LayoutError::UnitTooLarge)),
+        "584 years",
+    );
+    case(
+        "outlives the clock",
+        layout(Layout::builder().timestamp_bits(48).worker_bits(4)),
+        |e| matches!(e, Error::Layout(LayoutError::OutlivesClock)),
+        "fewer timestamp bits",
+    );
+    case(
+        "epoch in the future",
+        err(Builder::new()
+            .layout(
                 Layout::builder()
-                    .timestamp_bits(44)
-                    .worker_bits(0)
-                    .sequence_bits(20),
-            ),
-            |e| matches!(e, Error::InvalidLayout(LayoutError::NoHeadroom)),
-            "63 at most",
-        ),
-        (
-            "zero unit",
-            layout_case(Layout::builder().unit(Duration::ZERO)),
-            |e| matches!(e, Error::InvalidLayout(LayoutError::ZeroUnit)),
-            "at least 1 ns",
-        ),
-        (
-            "unit over u64 ns",
-            layout_case(Layout::builder().unit(Duration::from_secs(u64::MAX))),
-            |e| matches!(e, Error::InvalidLayout(LayoutError::UnitTooLarge)),
-            "584 years",
-        ),
-        (
-            "outlives the clock",
-            layout_case(Layout::builder().timestamp_bits(48).worker_bits(4)),
-            |e| matches!(e, Error::InvalidLayout(LayoutError::OutlivesClock)),
-            "fewer timestamp bits",
-        ),
-        (
-            "epoch in the future",
-            err(Builder::new()
-                .layout(
-                    Layout::builder()
-                        .epoch_unix_millis(START_MS + 60_000)
-                        .build()
-                        .unwrap(),
-                )
-                .clock(clock())
-                .build_atomic()),
-            |e| matches!(e, Error::EpochInFuture { .. }),
-            "epoch in the past",
-        ),
-        (
-            "timestamp past the layout's end",
-            {
-                let past_end =
-                    ManualClock::new(Layout::TWITTER.exhausted_at() + Duration::from_secs(1));
-                let g = Builder::new().clock(past_end).build_mutex().unwrap();
-                let mut result = Ok(());
-                // The last unit's sequence first, then the error, never a wrap.
-                for _ in 0..=4096 {
-                    result = err(g.next_id());
-                    if result.is_err() {
-                        break;
-                    }
-                }
-                result
-            },
-            |e| matches!(e, Error::TimestampExhausted { .. }),
-            "check that the clock is right",
-        ),
-        (
-            "resume after an id from another layout",
-            err(Builder::new()
-                .clock(clock())
-                .resume_after(Snowflake::from_u64(u64::MAX))
-                .build_mutex()),
-            |e| matches!(e, Error::IdOutsideLayout { .. }),
-            "decode it with that one",
-        ),
-        (
-            "would block",
-            {
-                let (c, builder) = manual(NARROW, 0);
-                let g = builder.build_atomic().unwrap();
-                let _ = c;
-                (0..5).try_for_each(|_| err(g.try_next_id()))
-            },
-            |e| matches!(e, Error::WouldBlock { .. }),
-            "retry in",
-        ),
-        (
-            "compose a sequence too large",
-            err(Layout::SONYFLAKE.compose(Parts {
-                timestamp: 0,
-                worker: 0,
-                sequence: 256,
-            })),
-            |e| {
-                matches!(
-                    e,
-                    Error::PartOutOfRange {
-                        part: Part::Sequence,
-                        value: 256,
-                        max: 255
-                    }
-                )
-            },
-            "at most 255",
-        ),
-        (
-            "decode an id wider than the layout",
-            err(Layout::SONYFLAKE.decode(Snowflake::from_u64(1 << 63))),
-            |e| matches!(e, Error::IdOutsideLayout { bits: 63, .. }),
-            "another layout",
-        ),
-        (
-            "parse empty",
-            err("".parse::<Snowflake>()),
-            |e| matches!(e, Error::InvalidId { .. }),
-            "expected decimal digits",
-        ),
-        (
-            "parse letters",
-            err("12ab".parse::<Snowflake>()),
-            |e| matches!(e, Error::InvalidId { .. }),
-            "decimal digits only",
-        ),
-        (
-            "parse negative",
-            err("-5".parse::<Snowflake>()),
-            |e| matches!(e, Error::InvalidId { .. }),
-            "no sign",
-        ),
-        (
-            "parse above u64::MAX",
-            err("99999999999999999999".parse::<Snowflake>()),
-            |e| matches!(e, Error::InvalidId { .. }),
-            "at most 18446744073709551615",
-        ),
-        (
-            "i64 above i64::MAX",
-            err(i64::try_from(Snowflake::from_u64(u64::MAX))),
-            |e| matches!(e, Error::IdAboveI64 { .. }),
-            "NUMERIC(20)",
-        ),
-        (
-            "negative i64",
-            err(Snowflake::try_from(-7i64)),
-            |e| matches!(e, Error::NegativeId { value: -7 }),
-            "wrong column",
-        ),
-    ]);
+                    .epoch_unix_millis(START_MS + 60_000)
+                    .build()
+                    .unwrap(),
+            )
+            .clock(clock())
+            .build_atomic()),
+        |e| matches!(e, Error::Build(BuildError::EpochInFuture { .. })),
+        "epoch in the past",
+    );
+    case(
+        "timestamp past the layout's end",
+        {
+            let past_end =
+                ManualClock::new(Layout::TWITTER.exhausted_at() + Duration::from_secs(1));
+            let g = Builder::new().clock(past_end).build_mutex().unwrap();
+            // The last unit's sequence first, then the error, never a wrap.
+            (0..=4096).try_for_each(|_| err(g.next_id()))
+        },
+        |e| matches!(e, Error::Issue(IssueError::TimestampExhausted { .. })),
+        "check that the clock is right",
+    );
+    case(
+        "resume after an id from another layout",
+        err(Builder::new()
+            .clock(clock())
+            .resume_after(Snowflake::from_u64(u64::MAX))
+            .build_mutex()),
+        |e| matches!(e, Error::Build(BuildError::ResumeAfterOtherLayout(_))),
+        "decode it with that one",
+    );
+    case(
+        "resume after the layout's last id",
+        err(Builder::new()
+            .clock(clock())
+            .resume_after(Snowflake::from_u64((1 << 63) - 1))
+            .build_mutex()),
+        |e| matches!(e, Error::Build(BuildError::ResumeAfterExhausted { .. })),
+        "later epoch",
+    );
+    case(
+        "would block",
+        {
+            let (_clock, builder) = manual(NARROW, 0);
+            let g = builder.build_atomic().unwrap();
+            (0..5).try_for_each(|_| err(g.try_next_id()))
+        },
+        |e| matches!(e, Error::Issue(IssueError::WouldBlock { .. })),
+        "retry in",
+    );
+    case(
+        "clock stepped back further than max_wait",
+        {
+            let (clock, builder) = manual(Layout::TWITTER, 0);
+            let g = builder
+                .max_wait(Duration::from_millis(50))
+                .build_ticker_without_thread()
+                .unwrap();
+            g.next_id().unwrap();
+            clock.rewind(Duration::from_millis(80));
+            g.refresh();
+            err(g.next_id())
+        },
+        |e| matches!(e, Error::Issue(IssueError::ClockBehind { behind_nanos }) if *behind_nanos > 79_000_000),
+        "raise max_wait",
+    );
+    case(
+        "compose a sequence too large",
+        err(Layout::SONYFLAKE.compose(Fields {
+            timestamp: 0,
+            worker: 0,
+            sequence: 256,
+        })),
+        |e| {
+            matches!(
+                e,
+                Error::Id(IdError::FieldOutOfRange {
+                    field: Field::Sequence,
+                    value: 256,
+                    max: 255
+                })
+            )
+        },
+        "at most 255",
+    );
+    case(
+        "decode an id wider than the layout",
+        err(Layout::SONYFLAKE.decode(Snowflake::from_u64(1 << 63))),
+        |e| matches!(e, Error::Id(IdError::OutsideLayout { bits: 63, .. })),
+        "another layout",
+    );
+    for (input, advice) in [
+        ("", "expected decimal digits"),
+        ("12ab", "byte 2 is not a decimal digit"),
+        ("-5", "no sign"),
+        ("99999999999999999999", "at most 18446744073709551615"),
+    ] {
+        case(
+            &format!("parse {input:?}"),
+            err(input.parse::<Snowflake>()),
+            |e| matches!(e, Error::ParseId(_)),
+            advice,
+        );
+    }
+    case(
+        "parse a strategy",
+        err("spin".parse::<Strategy>()),
+        |e| matches!(e, Error::ParseStrategy(_)),
+        "atomic, mutex, ticker",
+    );
+    case(
+        "i64 above i64::MAX",
+        err(i64::try_from(Snowflake::from_u64(u64::MAX))),
+        |e| matches!(e, Error::Id(IdError::AboveI64 { .. })),
+        "NUMERIC(20)",
+    );
+    case(
+        "negative i64",
+        err(Snowflake::try_from(-7i64)),
+        |e| matches!(e, Error::Id(IdError::Negative { value: -7 })),
+        "wrong column",
+    );
+    case(
+        "worker from a /32 address",
+        err(worker::from_ipv4(
+            Ipv4Addr::new(10, 0, 0, 9),
+            32,
+            &Layout::TWITTER,
+        )),
+        |e| matches!(e, Error::Worker(_)),
+        "set FLAKEGEN_WORKER_ID",
+    );
+    case(
+        "worker from a public address",
+        err(worker::from_ipv4(
+            Ipv4Addr::new(8, 8, 8, 8),
+            24,
+            &Layout::TWITTER,
+        )),
+        |e| matches!(e, Error::Worker(_)),
+        "set FLAKEGEN_WORKER_ID",
+    );
     cases
 }
 
 #[test]
-fn every_error_path_gives_its_variant_and_advice() {
+fn every_error_path_gives_its_error_and_advice() {
     for (name, result, is_expected, advice) in cases() {
-        let e = result.expect_err(name);
+        let e = result.expect_err(&name);
         assert!(is_expected(&e), "{name}: got {e:?}");
         let message = e.to_string();
         assert!(
@@ -239,13 +257,30 @@ fn every_error_path_gives_its_variant_and_advice() {
             message.starts_with(char::is_lowercase),
             "{name}: {message:?}"
         );
-        assert!(e.source().is_none(), "{name}");
     }
 }
 
 #[test]
 fn ticker_spawn_failure_reports_its_source() {
-    let e = Error::TickerSpawn(std::io::Error::other("thread limit reached"));
+    let e = Error::from(BuildError::TickerSpawn(std::io::Error::other(
+        "thread limit reached",
+    )));
     assert!(e.source().is_some());
     assert!(e.to_string().contains("use the atomic strategy"), "{e}");
+}
+
+#[test]
+fn issue_errors_say_when_to_retry() {
+    assert_eq!(
+        IssueError::WouldBlock { wait_nanos: 7 }.retry_after(),
+        Some(Duration::from_nanos(7))
+    );
+    assert_eq!(
+        IssueError::ClockBehind { behind_nanos: 9 }.retry_after(),
+        Some(Duration::from_nanos(9))
+    );
+    assert_eq!(
+        IssueError::TimestampExhausted { end_unix_millis: 0 }.retry_after(),
+        None
+    );
 }

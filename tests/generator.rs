@@ -7,7 +7,9 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
-use flakegen::{Builder, Error, IdGenerator, Layout, ManualClock, Snowflake};
+use flakegen::{
+    BuildError, Builder, Fields, IdGenerator, IssueError, Layout, ManualClock, Snowflake,
+};
 
 #[test]
 fn exhausting_a_unit_waits_for_the_next_and_says_how_long() {
@@ -17,8 +19,8 @@ fn exhausting_a_unit_waits_for_the_next_and_says_how_long() {
         let generator = build(strategy, builder);
         let mut ids: Vec<Snowflake> = (0..4).map(|_| generator.try_next_id().unwrap()).collect();
         match generator.try_next_id() {
-            Err(Error::WouldBlock { wait }) => {
-                assert_eq!(wait, Duration::from_micros(700), "{strategy}")
+            Err(IssueError::WouldBlock { wait_nanos }) => {
+                assert_eq!(wait_nanos, 700_000, "{strategy}")
             }
             other => panic!("{strategy}: expected WouldBlock, got {other:?}"),
         }
@@ -45,7 +47,7 @@ fn a_lead_lets_a_burst_borrow_future_units_and_no_further() {
         assert_strictly_increasing(&ids, strategy);
         assert_eq!(timestamp(&NARROW, ids[43]), start + 10, "{strategy}");
         assert!(
-            matches!(generator.try_next_id(), Err(Error::WouldBlock { .. })),
+            matches!(generator.try_next_id(), Err(IssueError::WouldBlock { .. })),
             "{strategy}"
         );
     }
@@ -80,11 +82,12 @@ fn a_stalled_clock_blocks_next_id_until_it_moves() {
 fn a_clock_stepping_back_never_repeats_or_reorders_ids() {
     for strategy in STRATEGIES {
         let (clock, builder) = manual(Layout::TWITTER, 5);
-        let generator = build(strategy, builder);
+        let generator = build(strategy, builder.max_wait(Duration::from_secs(10)));
         let mut ids = vec![generator.next_id().unwrap()];
         clock.rewind(Duration::from_secs(5));
         match generator.try_next_id() {
-            Err(Error::WouldBlock { wait }) => {
+            Err(e @ IssueError::WouldBlock { .. }) => {
+                let wait = e.retry_after().unwrap();
                 assert!(
                     wait > Duration::from_millis(4_999) && wait <= Duration::from_secs(5),
                     "{strategy}: {wait:?}"
@@ -108,6 +111,28 @@ fn a_clock_stepping_back_never_repeats_or_reorders_ids() {
 }
 
 #[test]
+fn a_clock_further_behind_than_max_wait_fails_at_once_and_issues_nothing() {
+    for strategy in STRATEGIES {
+        let (clock, builder) = manual(Layout::TWITTER, 5);
+        let generator = build(strategy, builder); // max_wait: the default second
+        let before = generator.next_id().unwrap();
+        clock.rewind(Duration::from_secs(3));
+        let behind = |result: Result<(), IssueError>| match result {
+            Err(IssueError::ClockBehind { behind_nanos }) => {
+                assert!(behind_nanos > 2_999_000_000, "{strategy}: {behind_nanos}")
+            }
+            other => panic!("{strategy}: expected ClockBehind, got {other:?}"),
+        };
+        // The blocking calls return at once (this test would hang otherwise).
+        behind(generator.next_id().map(drop));
+        behind(generator.next_ids(&mut [Snowflake::default(); 3]));
+        behind(generator.try_next_id().map(drop));
+        clock.advance(Duration::from_secs(3) + millis(1));
+        assert!(generator.next_id().unwrap() > before, "{strategy}");
+    }
+}
+
+#[test]
 fn a_lead_rides_out_small_regressions_without_waiting() {
     for strategy in STRATEGIES {
         let (clock, builder) = manual(Layout::TWITTER, 1);
@@ -120,7 +145,7 @@ fn a_lead_rides_out_small_regressions_without_waiting() {
         assert!(ahead <= 50, "{strategy}: {ahead} units ahead");
         clock.rewind(millis(100));
         assert!(
-            matches!(generator.try_next_id(), Err(Error::WouldBlock { .. })),
+            matches!(generator.try_next_id(), Err(IssueError::WouldBlock { .. })),
             "{strategy}"
         );
     }
@@ -183,11 +208,23 @@ fn resume_after_never_reissues_across_a_restart_with_a_slower_clock() {
         }
         drop(before);
 
-        // The process restarts on a host whose clock is 2 s behind.
+        // The process restarts on a host whose clock is 2 s behind: past the
+        // default max_wait, so it refuses; with a longer one, it waits.
         clock.rewind(Duration::from_secs(2));
-        let after = build(strategy, builder.clone().resume_after(last));
+        let refuses = build(strategy, builder.clone().resume_after(last));
         assert!(
-            matches!(after.try_next_id(), Err(Error::WouldBlock { .. })),
+            matches!(refuses.next_id(), Err(IssueError::ClockBehind { .. })),
+            "{strategy}"
+        );
+        let after = build(
+            strategy,
+            builder
+                .clone()
+                .max_wait(Duration::from_secs(5))
+                .resume_after(last),
+        );
+        assert!(
+            matches!(after.try_next_id(), Err(IssueError::WouldBlock { .. })),
             "{strategy}"
         );
         clock.advance(Duration::from_secs(2));
@@ -206,7 +243,7 @@ fn resume_after_never_reissues_across_a_restart_with_a_slower_clock() {
 
         // Resuming after another worker's ID skips that ID's whole unit.
         let other = Layout::TWITTER
-            .compose(flakegen::Parts {
+            .compose(Fields {
                 worker: 1000,
                 ..Layout::TWITTER.decode(last).unwrap()
             })
@@ -259,13 +296,16 @@ fn a_clock_past_the_layout_end_is_an_error_not_a_wrap() {
                 .map(|_| Snowflake::default()),
         ] {
             assert!(
-                matches!(result, Err(Error::TimestampExhausted { .. })),
+                matches!(result, Err(IssueError::TimestampExhausted { .. })),
                 "{strategy}: {result:?}"
             );
         }
         clock.advance(Duration::from_secs(10));
         assert!(
-            matches!(generator.next_id(), Err(Error::TimestampExhausted { .. })),
+            matches!(
+                generator.next_id(),
+                Err(IssueError::TimestampExhausted { .. })
+            ),
             "{strategy}"
         );
         let err = generator.next_id().unwrap_err();
@@ -281,18 +321,18 @@ fn builders_reject_bad_settings() {
     let (_, builder) = manual(Layout::TWITTER, 1024);
     assert!(matches!(
         builder.clone().build_mutex(),
-        Err(Error::WorkerOutOfRange {
+        Err(BuildError::WorkerOutOfRange {
             worker: 1024,
             max: 1023
         })
     ));
     assert!(matches!(
         builder.clone().build_atomic(),
-        Err(Error::WorkerOutOfRange { .. })
+        Err(BuildError::WorkerOutOfRange { .. })
     ));
     assert!(matches!(
         builder.build_ticker(),
-        Err(Error::WorkerOutOfRange { .. })
+        Err(BuildError::WorkerOutOfRange { .. })
     ));
 
     let future = Layout::builder()
@@ -302,21 +342,21 @@ fn builders_reject_bad_settings() {
     let (_, builder) = manual(future, 0);
     assert!(matches!(
         builder.build_mutex(),
-        Err(Error::EpochInFuture { .. })
+        Err(BuildError::EpochInFuture { .. })
     ));
 
     let (_, builder) = manual(Layout::TWITTER, 0);
     let foreign = Snowflake::from_u64(1 << 63);
     assert!(matches!(
         builder.resume_after(foreign).build_atomic(),
-        Err(Error::IdOutsideLayout { .. })
+        Err(BuildError::ResumeAfterOtherLayout(_))
     ));
 }
 
 #[test]
 fn ticker_without_its_thread_still_follows_the_clock_once_a_unit_is_used_up() {
     let (clock, builder) = manual(NARROW, 0);
-    let generator = builder.ticker_thread(false).build_ticker().unwrap();
+    let generator = builder.build_ticker_without_thread().unwrap();
     assert!(!generator.has_thread());
     let start = clock_units(&NARROW, &clock);
     clock.advance(millis(7)); // nobody publishes this
@@ -329,7 +369,7 @@ fn ticker_without_its_thread_still_follows_the_clock_once_a_unit_is_used_up() {
     assert_eq!(timestamp(&NARROW, ids[4]), start + 1);
     assert_eq!(timestamp(&NARROW, generator.next_id().unwrap()), start + 7);
     clock.advance(millis(1));
-    generator.tick();
+    generator.refresh();
     assert_eq!(timestamp(&NARROW, generator.next_id().unwrap()), start + 8);
 }
 

@@ -28,7 +28,7 @@ fn script(layout: Layout, lead_units: u32) -> Vec<Vec<Snowflake>> {
         .iter()
         .map(|strategy| {
             let (clock, builder) = manual(layout, 5);
-            let generator = build(strategy, builder.max_lead(layout.unit() * lead_units));
+            let generator = build(*strategy, builder.max_lead(layout.unit() * lead_units));
             let mut ids = vec![];
             let mut batch = [Snowflake::default(); 7];
             for step in 0..400u32 {

@@ -5,10 +5,10 @@
 //! RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom
 //! ```
 //!
-//! The clock is a `ManualClock` (its std atomics are outside the model: it is
-//! set before threads start or moved by one of them), and every generator has a
-//! lead that covers the model's IDs, so no caller ever waits for time to pass,
-//! which a model cannot do.
+//! The clock is a `ManualClock`, whose atomic is loom's too (every atomic of
+//! the crate goes through one facade), set before threads start or moved by
+//! one of them. Every generator has a lead that covers the model's IDs, so no
+//! caller ever waits for time to pass, which a model cannot do.
 
 #![cfg(loom)]
 
@@ -104,18 +104,13 @@ fn atomic_three_callers() {
 fn ticker_callers_race_its_update() {
     loom::model(|| {
         let clock = ManualClock::from_unix_millis(START_MS);
-        let generator = Arc::new(
-            builder(&clock, 0)
-                .ticker_thread(false)
-                .build_ticker()
-                .unwrap(),
-        );
-        // The clock has moved on; the ticker's update races two callers.
+        let generator = Arc::new(builder(&clock, 0).build_ticker_without_thread().unwrap());
+        // The clock has moved on; the ticker's refresh races two callers.
         clock.advance(Duration::from_millis(1));
 
         let ticker = {
             let generator = Arc::clone(&generator);
-            thread::spawn(move || generator.tick())
+            thread::spawn(move || generator.refresh())
         };
         let caller = {
             let generator = Arc::clone(&generator);

@@ -8,15 +8,18 @@
 //! 2. IDs strictly increase in issue order;
 //! 3. no timestamp is later than the clock plus `max_lead` when returned;
 //! 4. every ID decodes to the generator's worker;
-//! 5. once the clock runs normally again, the generator's timestamps catch up.
+//! 5. once the clock runs normally again, the generator's timestamps catch up;
+//! 6. no call waits longer than `max_wait`: beyond it, `ClockBehind`, at once.
 //!
 //! The strategies must also agree, ID for ID: they implement one logical clock.
 //!
-//! A blocking call on a frozen clock would hang, so the runner predicts from
-//! the last ID issued whether a call has to wait (the rule of DESIGN.md:
-//! next tick = max(last + 1, start of the clock's unit), ready once within
-//! `max_lead` of the clock) and makes a non-blocking call then, which must
-//! answer `WouldBlock` with exactly the predicted wait.
+//! A blocking call on a frozen clock would hang, so the runner keeps its own
+//! model of the logical clock and predicts whether a call has to wait (the
+//! rule of DESIGN.md: next tick = max(last + 1, start of the clock's unit),
+//! ready once within `max_lead` of the clock) and makes a non-blocking call
+//! then, which must answer `WouldBlock` with exactly the predicted wait. A
+//! wait beyond `max_wait` must be `ClockBehind`, from blocking and
+//! non-blocking calls alike; a blocking call so refused skips its ticks.
 
 mod common;
 
@@ -24,7 +27,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
-use flakegen::{Builder, Error, IdGenerator, Layout, ManualClock, Parts, Snowflake};
+use flakegen::{
+    BuildError, Builder, Fields, IdError, IdGenerator, IssueError, Layout, ManualClock, Snowflake,
+};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]
@@ -86,7 +91,7 @@ fn shape() -> impl Strategy<Value = Shape> {
 
 /// One strategy under test, with its own clock.
 struct Subject {
-    name: &'static str,
+    name: flakegen::Strategy,
     clock: ManualClock,
     generator: Box<dyn IdGenerator>,
     issued: Vec<Snowflake>,
@@ -94,8 +99,18 @@ struct Subject {
 
 /// What the runner expects of the next call of `count` IDs.
 enum Expect {
-    Ready,
+    /// Ticks `first..=end` may be issued now.
+    Ready {
+        end: u64,
+    },
+    /// The call must wait this long, within `max_wait`.
     Wait(Duration),
+    /// The call must wait this long, beyond `max_wait`; a blocking call
+    /// reserves (and skips) ticks up to `end`.
+    Behind {
+        wait: Duration,
+        end: u64,
+    },
     Exhausted,
 }
 
@@ -103,18 +118,26 @@ struct Run {
     layout: Layout,
     lead: u64,
     worker: u64,
+    /// The longest wait a call makes: `max_wait`, and never below one unit.
+    max_wait: Duration,
+    /// The model's logical clock: the last tick reserved.
+    last: u64,
     subjects: Vec<Subject>,
 }
 
 impl Run {
-    fn new(shape: Shape, lead: u64, worker: u64) -> Run {
+    fn new(shape: Shape, lead: u64, worker: u64, max_wait_units: Option<u32>) -> Run {
         let layout = shape.layout();
         let worker = worker % (layout.max_worker() + 1);
+        let max_wait = max_wait_units.map_or(Duration::from_secs(1), |k| layout.unit() * k);
         let subjects = STRATEGIES
             .iter()
-            .map(|name| {
+            .map(|&name| {
                 let (clock, builder) = manual(layout, worker);
-                let builder = builder.max_lead(layout.unit() * lead as u32);
+                let mut builder = builder.max_lead(layout.unit() * lead as u32);
+                if max_wait_units.is_some() {
+                    builder = builder.max_wait(max_wait);
+                }
                 Subject {
                     name,
                     generator: build(name, builder),
@@ -127,6 +150,8 @@ impl Run {
             layout,
             lead,
             worker,
+            max_wait: max_wait.max(layout.unit()),
+            last: 0,
             subjects,
         }
     }
@@ -145,22 +170,18 @@ impl Run {
         self.layout.unit()
     }
 
-    /// DESIGN.md's rule, from the outside: the tick after the last ID or the
+    /// DESIGN.md's rule, from the outside: the tick after the last or the
     /// clock's unit, whichever is later, issued once within `lead` of the clock.
     fn expect(&self, count: u64) -> Expect {
         let layout = &self.layout;
         let s = layout.sequence_bits();
-        let tick = |p: Parts| (p.timestamp << s) | p.sequence;
-        let last = self.subjects[0]
-            .issued
-            .last()
-            .map_or(0, |id| tick(layout.decode(*id).unwrap()));
+        let tick = |p: Fields| (p.timestamp << s) | p.sequence;
         let now = layout.timestamp_at(self.clock().now());
         let floor = now.min(layout.max_timestamp()) << s;
-        let first = (last + 1).max(floor);
+        let first = (self.last + 1).max(floor);
         let end = first + count - 1;
         if end
-            > tick(Parts {
+            > tick(Fields {
                 timestamp: layout.max_timestamp(),
                 worker: 0,
                 sequence: layout.max_sequence(),
@@ -169,25 +190,27 @@ impl Run {
             return Expect::Exhausted;
         }
         let ready_at = (end >> s).saturating_sub(self.lead);
-        if ready_at > now {
-            let wait = layout
-                .time_of(ready_at)
-                .duration_since(self.clock().now())
-                .unwrap();
-            Expect::Wait(wait)
+        if ready_at <= now {
+            return Expect::Ready { end };
+        }
+        let wait = layout
+            .time_of(ready_at)
+            .duration_since(self.clock().now())
+            .unwrap();
+        if wait > self.max_wait {
+            Expect::Behind { wait, end }
         } else {
-            Expect::Ready
+            Expect::Wait(wait)
         }
     }
 
     /// Makes one call of `count` IDs on every subject and checks what comes back.
     fn call(&mut self, count: usize, force_try: bool) -> Result<(), TestCaseError> {
         let expect = self.expect(count as u64);
+        let blocking = !force_try && matches!(expect, Expect::Ready { .. } | Expect::Behind { .. });
         let mut results = vec![];
         for s in &mut self.subjects {
             let mut ids = vec![Snowflake::default(); count];
-            let blocking = matches!(expect, Expect::Ready) && !force_try;
-
             let result = match (count, blocking) {
                 (1, true) => s.generator.next_id().map(|id| ids[0] = id),
                 (1, false) => s.generator.try_next_id().map(|id| ids[0] = id),
@@ -195,12 +218,26 @@ impl Run {
                 (_, false) => s.generator.try_next_ids(&mut ids),
             };
             match (&expect, result) {
-                (Expect::Ready, Ok(())) => {}
-                (Expect::Wait(want), Err(Error::WouldBlock { wait })) => {
-                    prop_assert_eq!(wait, *want, "{}: wait reported", s.name);
+                (Expect::Ready { .. }, Ok(())) => {}
+                (Expect::Wait(want), Err(IssueError::WouldBlock { wait_nanos })) => {
+                    prop_assert_eq!(
+                        Duration::from_nanos(wait_nanos),
+                        *want,
+                        "{}: wait reported",
+                        s.name
+                    );
                     continue;
                 }
-                (Expect::Exhausted, Err(Error::TimestampExhausted { .. })) => continue,
+                (Expect::Behind { wait, .. }, Err(IssueError::ClockBehind { behind_nanos })) => {
+                    prop_assert_eq!(
+                        Duration::from_nanos(behind_nanos),
+                        *wait,
+                        "{}: lag reported",
+                        s.name
+                    );
+                    continue;
+                }
+                (Expect::Exhausted, Err(IssueError::TimestampExhausted { .. })) => continue,
                 (_, other) => {
                     return Err(TestCaseError::fail(format!(
                         "{}: unexpected {other:?}",
@@ -211,17 +248,22 @@ impl Run {
             // 3: not later than the clock (plus the lead) when returned.
             let now = self.layout.timestamp_at(s.clock.now());
             for id in &ids {
-                let parts = self.layout.decode(*id).unwrap();
+                let fields = self.layout.decode(*id).unwrap();
                 prop_assert!(
-                    parts.timestamp <= now + self.lead,
+                    fields.timestamp <= now + self.lead,
                     "{}: {id} is ahead of the clock",
                     s.name
                 );
                 // 4: the worker comes back exactly.
-                prop_assert_eq!(parts.worker, self.worker);
+                prop_assert_eq!(fields.worker, self.worker);
             }
             s.issued.extend_from_slice(&ids);
             results.push(ids);
+        }
+        match expect {
+            Expect::Ready { end } => self.last = end,
+            Expect::Behind { end, .. } if blocking => self.last = end,
+            _ => {}
         }
         // The strategies agree ID for ID.
         for pair in results.windows(2) {
@@ -255,11 +297,8 @@ impl Run {
             let unique: HashSet<_> = s.issued.iter().collect();
             prop_assert_eq!(unique.len(), s.issued.len(), "{}: duplicates", s.name);
         }
-        // 5: run the clock past the generators' lead; the next ID is current.
-        let last_ts = self.subjects[0]
-            .issued
-            .last()
-            .map_or(0, |id| self.layout.decode(*id).unwrap().timestamp);
+        // 5: run the clock past the logical clock's lead; the next ID is current.
+        let last_ts = self.last >> self.layout.sequence_bits();
         let now = self.layout.timestamp_at(self.clock().now());
         let catch_up = last_ts.saturating_sub(now) + 1;
         self.move_clocks(|c| c.advance(self.layout.unit() * catch_up as u32));
@@ -283,9 +322,10 @@ proptest! {
         shape in shape(),
         lead in prop_oneof![Just(0u64), 1u64..4],
         worker in any::<u64>(),
+        max_wait_units in prop_oneof![Just(None), (0u32..40).prop_map(Some)],
         script in prop::collection::vec(step(), 1..60),
     ) {
-        let mut run = Run::new(shape, lead, worker);
+        let mut run = Run::new(shape, lead, worker, max_wait_units);
         for step in &script {
             run.apply(step)?;
         }
@@ -298,22 +338,39 @@ proptest! {
         parts in (any::<u64>(), any::<u64>(), any::<u64>()),
         same_worker in any::<bool>(),
         clock_offset_units in -100_000i64..100_000,
+        at_the_end in prop::bool::weighted(0.1),
     ) {
         let layout = shape.layout();
         let (clock, builder) = manual(layout, 1);
         let now = layout.timestamp_at(clock.now());
-        // A previous ID from around now, by this worker or another.
-        let previous = Parts {
-            timestamp: now.saturating_add_signed(clock_offset_units).min(layout.max_timestamp()),
+        // A previous ID from around now (or the layout's last unit), by this worker or another.
+        let timestamp = if at_the_end {
+            layout.max_timestamp()
+        } else {
+            now.saturating_add_signed(clock_offset_units).min(layout.max_timestamp())
+        };
+        let previous = Fields {
+            timestamp,
             worker: if same_worker { 1 } else { parts.1 % (layout.max_worker() + 1) },
             sequence: parts.2 % (layout.max_sequence() + 1),
         };
         let previous = layout.compose(previous).unwrap();
         for name in STRATEGIES {
-            let generator = build(name, builder.clone().resume_after(previous));
+            let builder = builder.clone().max_wait(Duration::MAX).resume_after(previous);
+            let generator = match name {
+                flakegen::Strategy::Ticker => builder.build_ticker_without_thread().map(|g| Box::new(g) as Box<dyn IdGenerator>),
+                other => builder.build(other),
+            };
+            let generator = match generator {
+                Ok(generator) => generator,
+                // Only an ID in the last unit can leave no room after it.
+                Err(BuildError::ResumeAfterExhausted { .. }) if timestamp == layout.max_timestamp() => continue,
+                Err(e) => return Err(TestCaseError::fail(format!("{name}: {e}"))),
+            };
             let id = match generator.try_next_id() {
                 Ok(id) => id,
-                Err(Error::WouldBlock { wait }) => {
+                Err(e @ IssueError::WouldBlock { .. }) => {
+                    let wait = e.retry_after().unwrap();
                     let clock = clock.clone();
                     clock.advance(wait);
                     let id = generator.next_id().unwrap();
@@ -357,13 +414,13 @@ fn layout() -> impl Strategy<Value = Layout> {
         )
 }
 
-fn parts_in(layout: Layout) -> impl Strategy<Value = Parts> {
+fn parts_in(layout: Layout) -> impl Strategy<Value = Fields> {
     (
         0..=layout.max_timestamp(),
         0..=layout.max_worker(),
         0..=layout.max_sequence(),
     )
-        .prop_map(|(timestamp, worker, sequence)| Parts {
+        .prop_map(|(timestamp, worker, sequence)| Fields {
             timestamp,
             worker,
             sequence,
@@ -393,7 +450,7 @@ proptest! {
         };
         prop_assume!(max < u64::MAX - excess);
         *field = max + excess;
-        let rejected = matches!(layout.compose(parts), Err(Error::PartOutOfRange { .. }));
+        let rejected = matches!(layout.compose(parts), Err(IdError::FieldOutOfRange { .. }));
         prop_assert!(rejected);
     }
 
@@ -401,7 +458,7 @@ proptest! {
     fn ids_of_one_worker_order_by_time_then_sequence(
         (layout, a, b) in layout().prop_flat_map(|l| (Just(l), parts_in(l), parts_in(l)))
     ) {
-        let b = Parts { worker: a.worker, ..b };
+        let b = Fields { worker: a.worker, ..b };
         let (ida, idb) = (layout.compose(a).unwrap(), layout.compose(b).unwrap());
         prop_assert_eq!(ida.cmp(&idb), (a.timestamp, a.sequence).cmp(&(b.timestamp, b.sequence)));
     }

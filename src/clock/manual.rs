@@ -1,7 +1,7 @@
 //! A clock the program sets by hand.
 
+use crate::sync::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Clock;
@@ -16,7 +16,7 @@ use super::Clock;
 ///
 /// ```
 /// use std::time::Duration;
-/// use flakegen::{Builder, Error, IdGenerator, ManualClock};
+/// use flakegen::{Builder, IdGenerator, IssueError, ManualClock};
 ///
 /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
 /// let generator = Builder::new().clock(clock.clone()).build_mutex()?;
@@ -25,12 +25,12 @@ use super::Clock;
 /// clock.rewind(Duration::from_secs(1)); // NTP stepped the clock back
 /// // A blocking call would wait out the second; the non-blocking one says so.
 /// match generator.try_next_id() {
-///     Err(Error::WouldBlock { wait }) => assert!(wait > Duration::from_millis(999)),
+///     Err(IssueError::WouldBlock { wait_nanos }) => assert!(wait_nanos > 999_000_000),
 ///     other => panic!("{other:?}"),
 /// }
 /// clock.advance(Duration::from_secs(2));
 /// assert!(generator.next_id()? > before);
-/// # Ok::<(), Error>(())
+/// # Ok::<(), flakegen::Error>(())
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ManualClock {

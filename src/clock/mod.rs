@@ -4,11 +4,14 @@ use std::sync::Arc;
 
 mod manual;
 mod monotonic;
+mod os;
 mod system;
 
 pub use self::manual::ManualClock;
 pub use self::monotonic::MonotonicClock;
 pub use self::system::{CoarseClock, SyscallClock, SystemClock};
+
+pub(crate) use self::os::tighten_timer_slack;
 
 /// A source of wall-clock time.
 ///

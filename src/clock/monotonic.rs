@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use super::Clock;
-use crate::platform;
+use super::os;
 
 /// Wall time read once, then advanced by the monotonic clock.
 ///
@@ -34,7 +34,7 @@ impl MonotonicClock {
     pub fn new() -> Self {
         MonotonicClock {
             anchor: Instant::now(),
-            anchor_unix_nanos: platform::std_realtime_nanos(),
+            anchor_unix_nanos: os::std_realtime_nanos(),
         }
     }
 }

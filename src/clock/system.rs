@@ -1,7 +1,7 @@
 //! Clocks that read the operating system's realtime clock.
 
 use super::Clock;
-use crate::platform;
+use super::os;
 
 /// The standard library's wall clock, [`SystemTime::now`](std::time::SystemTime::now).
 ///
@@ -23,7 +23,7 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[inline]
     fn unix_nanos(&self) -> u64 {
-        platform::std_realtime_nanos()
+        os::std_realtime_nanos()
     }
 }
 
@@ -51,13 +51,13 @@ pub struct CoarseClock;
 impl CoarseClock {
     /// Whether this platform has a separate coarse clock (Linux); if not, it is
     /// [`SystemClock`].
-    pub const IS_NATIVE: bool = platform::NATIVE;
+    pub const IS_NATIVE: bool = os::NATIVE;
 }
 
 impl Clock for CoarseClock {
     #[inline]
     fn unix_nanos(&self) -> u64 {
-        platform::coarse_realtime_nanos()
+        os::coarse_realtime_nanos()
     }
 }
 
@@ -83,12 +83,12 @@ pub struct SyscallClock;
 impl SyscallClock {
     /// Whether this platform reads the clock with a real system call (Linux);
     /// if not, it is [`SystemClock`].
-    pub const IS_NATIVE: bool = platform::NATIVE;
+    pub const IS_NATIVE: bool = os::NATIVE;
 }
 
 impl Clock for SyscallClock {
     #[inline]
     fn unix_nanos(&self) -> u64 {
-        platform::syscall_realtime_nanos()
+        os::syscall_realtime_nanos()
     }
 }

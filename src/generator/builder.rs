@@ -1,18 +1,18 @@
 //! Configuring a generator.
 
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
-use super::state::TickRules;
-use super::{AtomicGenerator, MutexGenerator, TickerGenerator};
+use super::front::{Generator, Settings, Start};
+use super::{AtomicGenerator, IdGenerator, MutexGenerator, Strategy, Ticker, TickerGenerator};
 use crate::clock::{Clock, SystemClock};
-use crate::error::Error;
+use crate::error::BuildError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
 
-/// Configures and builds any of the three generators.
+/// Configures and builds a generator of any strategy.
 ///
 /// Defaults: [`Layout::TWITTER`], worker 0, [`SystemClock`], `max_lead` 0,
-/// nothing to resume after, and (for the ticker) a background thread.
+/// `max_wait` one second, nothing to resume after.
 ///
 /// # Examples
 ///
@@ -30,38 +30,16 @@ use crate::layout::Layout;
 /// # Ok::<(), flakegen::Error>(())
 /// ```
 #[derive(Clone, Debug)]
-#[must_use = "a builder does nothing until one of its `build_` methods is called"]
+#[must_use = "a builder does nothing until one of its `build` methods is called"]
 pub struct Builder<C = SystemClock> {
-    layout: Layout,
-    worker: u64,
-    clock: C,
-    max_lead: Duration,
-    resume_after: Option<Snowflake>,
-    ticker_thread: bool,
-}
-
-/// What every strategy is built from: a builder's settings, validated.
-pub(crate) struct Config<C> {
-    pub(crate) layout: Layout,
-    pub(crate) worker: u64,
-    pub(crate) worker_field: u64,
-    pub(crate) clock: C,
-    pub(crate) rules: TickRules,
-    /// The tick to count on from: nothing at or below it is ever issued.
-    pub(crate) last: u64,
-    pub(crate) ticker_thread: bool,
+    settings: Settings<C>,
 }
 
 impl Builder<SystemClock> {
     /// A builder with the defaults.
-    pub fn new() -> Self {
+    pub const fn new() -> Self {
         Builder {
-            layout: Layout::TWITTER,
-            worker: 0,
-            clock: SystemClock,
-            max_lead: Duration::ZERO,
-            resume_after: None,
-            ticker_thread: true,
+            settings: Settings::new(),
         }
     }
 }
@@ -75,26 +53,37 @@ impl Default for Builder<SystemClock> {
 impl<C: Clock> Builder<C> {
     /// The bit layout of the IDs.
     pub fn layout(mut self, layout: Layout) -> Self {
-        self.layout = layout;
+        self.settings.layout = layout;
         self
     }
 
     /// This generator's worker id, unique among the generators that run at the
-    /// same time with the same layout. Checked against the layout when building.
+    /// same time with the same layout (see [Caveats](crate#caveats)). Checked
+    /// against the layout when building.
     pub fn worker(mut self, worker: u64) -> Self {
-        self.worker = worker;
+        self.settings.worker = worker;
         self
     }
 
     /// The clock to read time from.
     pub fn clock<D: Clock>(self, clock: D) -> Builder<D> {
+        let Settings {
+            layout,
+            worker,
+            clock: _,
+            max_lead,
+            max_wait,
+            resume_after,
+        } = self.settings;
         Builder {
-            layout: self.layout,
-            worker: self.worker,
-            clock,
-            max_lead: self.max_lead,
-            resume_after: self.resume_after,
-            ticker_thread: self.ticker_thread,
+            settings: Settings {
+                layout,
+                worker,
+                clock,
+                max_lead,
+                max_wait,
+                resume_after,
+            },
         }
     }
 
@@ -107,7 +96,22 @@ impl<C: Clock> Builder<C> {
     /// future units, and rides out small backward steps, at the price of
     /// timestamps that can be up to `max_lead` early. Rounded down to whole units.
     pub fn max_lead(mut self, max_lead: Duration) -> Self {
-        self.max_lead = max_lead;
+        self.settings.max_lead = max_lead;
+        self
+    }
+
+    /// The longest a call waits for the clock to catch up with the generator.
+    ///
+    /// When the clock is further behind than this (it stepped back, or
+    /// [`resume_after`](Self::resume_after) was given an ID from a host whose
+    /// clock ran ahead), calls fail at once with
+    /// [`IssueError::ClockBehind`](crate::IssueError::ClockBehind), issuing
+    /// nothing, instead of blocking until the clock gets there. Default: one
+    /// second. Waiting for the next unit when the current one is used up is
+    /// never refused: a value below one unit counts as one unit.
+    /// `Duration::MAX` waits for as long as it takes.
+    pub fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.settings.max_wait = max_wait;
         self
     }
 
@@ -118,95 +122,85 @@ impl<C: Clock> Builder<C> {
     /// clock moved backwards while it was down. If `last_id` was made by another
     /// worker, the generator skips the rest of that ID's time unit.
     pub fn resume_after(mut self, last_id: Snowflake) -> Self {
-        self.resume_after = Some(last_id);
+        self.settings.resume_after = Some(last_id);
         self
     }
 
-    /// Whether [`build_ticker`](Self::build_ticker) starts a background thread
-    /// (the default). Without one, time moves forward only when
-    /// [`TickerGenerator::tick`] is called or a caller has used up the current
-    /// unit and reads the clock itself: for programs that drive the tick from
-    /// their own event loop. Ignored by the other strategies.
-    pub fn ticker_thread(mut self, spawn: bool) -> Self {
-        self.ticker_thread = spawn;
-        self
-    }
-
-    /// Builds a [`MutexGenerator`].
-    ///
-    /// # Errors
-    ///
-    /// [`Error::WorkerOutOfRange`] when the worker id does not fit the layout;
-    /// [`Error::EpochInFuture`] when the clock reads earlier than the layout's
-    /// epoch; [`Error::IdOutsideLayout`] or [`Error::TimestampExhausted`] when
-    /// the `resume_after` ID does not belong to the layout or leaves no room.
-    pub fn build_mutex(self) -> Result<MutexGenerator<C>, Error> {
-        Ok(MutexGenerator::from_config(self.into_config()?))
+    fn build_raw<R: Start<C>>(self) -> Result<Generator<R, C>, BuildError> {
+        Generator::from_settings(self.settings)
     }
 
     /// Builds an [`AtomicGenerator`].
     ///
     /// # Errors
     ///
-    /// As for [`build_mutex`](Self::build_mutex).
-    pub fn build_atomic(self) -> Result<AtomicGenerator<C>, Error> {
-        Ok(AtomicGenerator::from_config(self.into_config()?))
+    /// [`BuildError::WorkerOutOfRange`] when the worker id does not fit the
+    /// layout; [`BuildError::EpochInFuture`] when the clock reads earlier than
+    /// the layout's epoch; [`BuildError::ResumeAfterOtherLayout`] or
+    /// [`BuildError::ResumeAfterExhausted`] when the `resume_after` ID does not
+    /// belong to the layout or leaves no room.
+    pub fn build_atomic(self) -> Result<AtomicGenerator<C>, BuildError> {
+        self.build_raw()
+    }
+
+    /// Builds a [`MutexGenerator`].
+    ///
+    /// # Errors
+    ///
+    /// As for [`build_atomic`](Self::build_atomic).
+    pub fn build_mutex(self) -> Result<MutexGenerator<C>, BuildError> {
+        self.build_raw()
     }
 
     /// Builds a [`TickerGenerator`] and starts its thread.
     ///
     /// # Errors
     ///
-    /// As for [`build_mutex`](Self::build_mutex), and [`Error::TickerSpawn`]
-    /// when the thread cannot be started.
-    pub fn build_ticker(self) -> Result<TickerGenerator<C>, Error>
+    /// As for [`build_atomic`](Self::build_atomic), and
+    /// [`BuildError::TickerSpawn`] when the thread cannot be started.
+    pub fn build_ticker(self) -> Result<TickerGenerator<C>, BuildError>
     where
-        C: 'static,
+        C: Clone + 'static,
     {
-        TickerGenerator::from_config(self.into_config()?)
+        self.build_raw()
     }
 
-    fn into_config(self) -> Result<Config<C>, Error> {
-        let layout = self.layout;
-        if self.worker > layout.max_worker() {
-            return Err(Error::WorkerOutOfRange {
-                worker: self.worker,
-                max: layout.max_worker(),
-            });
-        }
-        let now = self.clock.unix_nanos();
-        if now < layout.unit_start_nanos(0) {
-            return Err(Error::EpochInFuture {
-                epoch: layout.epoch(),
-                now: UNIX_EPOCH + Duration::from_nanos(now),
-            });
-        }
-        let lead_units = self.max_lead.as_nanos() / layout.unit().as_nanos();
-        let rules = TickRules::new(&layout, u64::try_from(lead_units).unwrap_or(u64::MAX));
-        let last = match self.resume_after {
-            None => 0,
-            Some(id) => {
-                let parts = layout.decode(id)?;
-                let last = if parts.worker == self.worker {
-                    layout.tick_of(parts)
-                } else {
-                    // Any ID of ours in that unit could sort below `id`: skip the unit.
-                    rules.floor(parts.timestamp + 1) - 1
-                };
-                if last >= rules.max_tick() {
-                    return Err(super::wait::exhausted(&layout));
-                }
-                last
-            }
-        };
-        Ok(Config {
-            worker_field: layout.worker_field(self.worker),
-            layout,
-            worker: self.worker,
-            clock: self.clock,
-            rules,
-            last,
-            ticker_thread: self.ticker_thread,
+    /// Builds a [`TickerGenerator`] without a background thread: time moves
+    /// forward only when [`refresh`](TickerGenerator::refresh) is called, or
+    /// when a caller has used up the current unit and reads the clock itself.
+    /// For programs that drive the ticker from an event loop they already run.
+    ///
+    /// # Errors
+    ///
+    /// As for [`build_atomic`](Self::build_atomic).
+    pub fn build_ticker_without_thread(self) -> Result<TickerGenerator<C>, BuildError> {
+        Generator::assemble(self.settings, Ticker::without_thread)
+    }
+
+    /// Builds a generator of the strategy chosen at run time.
+    ///
+    /// # Errors
+    ///
+    /// As for the `build_` method of that strategy.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::{Builder, IdGenerator, Strategy};
+    ///
+    /// let strategy: Strategy = std::env::var("ID_STRATEGY").as_deref().unwrap_or("ticker").parse()?;
+    /// let generator = Builder::new().worker(9).build(strategy)?;
+    /// assert_eq!(generator.worker(), 9);
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub fn build(self, strategy: Strategy) -> Result<Box<dyn IdGenerator>, BuildError>
+    where
+        C: Clone + 'static,
+    {
+        Ok(match strategy {
+            Strategy::Atomic => Box::new(self.build_atomic()?),
+            Strategy::Mutex => Box::new(self.build_mutex()?),
+            Strategy::Ticker => Box::new(self.build_ticker()?),
         })
     }
 }

@@ -1,30 +1,37 @@
-//! The generator trait and its three strategies.
+//! The generator trait, the one front that implements it, and the three
+//! strategies behind that front.
 
 use std::sync::Arc;
 
-use crate::error::Error;
+use crate::error::IssueError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
 
 mod atomic;
 mod builder;
+mod front;
 mod mutex;
-pub(crate) mod state;
+mod state;
+mod strategy;
 mod ticker;
 mod wait;
 
 pub use self::atomic::AtomicGenerator;
 pub use self::builder::Builder;
+pub use self::front::Generator;
 pub use self::mutex::MutexGenerator;
+pub use self::strategy::Strategy;
 pub use self::ticker::TickerGenerator;
+
+use self::ticker::Ticker;
 
 /// A source of unique, increasing IDs for one worker.
 ///
-/// Implemented by the three strategies, [`AtomicGenerator`], [`MutexGenerator`]
-/// and [`TickerGenerator`], which issue the same IDs under the same rules and
-/// differ only in how concurrent callers synchronise. The trait is object safe:
-/// `Box<dyn IdGenerator>` and `Arc<dyn IdGenerator>` work, so a program can
-/// choose a strategy at run time.
+/// Implemented by [`Generator`] for the three strategies, [`AtomicGenerator`],
+/// [`MutexGenerator`] and [`TickerGenerator`], which issue the same IDs under
+/// the same rules and differ only in how concurrent callers synchronise. The
+/// trait is object safe: `Box<dyn IdGenerator>` and `Arc<dyn IdGenerator>`
+/// work, so a program can choose a [`Strategy`] at run time.
 ///
 /// Every implementation guarantees, across threads, clock regressions and
 /// batch calls: no two IDs are equal; each ID is greater than every ID
@@ -35,14 +42,10 @@ pub use self::ticker::TickerGenerator;
 /// # Examples
 ///
 /// ```
-/// use flakegen::{Builder, IdGenerator};
+/// use flakegen::{Builder, IdGenerator, Strategy};
 ///
-/// let strategies: Vec<Box<dyn IdGenerator>> = vec![
-///     Box::new(Builder::new().worker(1).build_atomic()?),
-///     Box::new(Builder::new().worker(2).build_mutex()?),
-///     Box::new(Builder::new().worker(3).build_ticker()?),
-/// ];
-/// for generator in &strategies {
+/// for (worker, strategy) in (1..).zip(Strategy::ALL) {
+///     let generator: Box<dyn IdGenerator> = Builder::new().worker(worker).build(strategy)?;
 ///     let a = generator.next_id()?;
 ///     let b = generator.next_id()?;
 ///     assert!(a < b);
@@ -56,18 +59,21 @@ pub trait IdGenerator: Send + Sync {
     ///
     /// # Errors
     ///
-    /// [`Error::TimestampExhausted`] once the layout has run out of time (or
-    /// the clock reads past its end). Never [`Error::WouldBlock`].
-    fn next_id(&self) -> Result<Snowflake, Error>;
+    /// [`IssueError::ClockBehind`], at once and issuing nothing, when the wait
+    /// would be longer than the generator's `max_wait`;
+    /// [`IssueError::TimestampExhausted`] once the layout has run out of time
+    /// (or the clock reads past its end). Never [`IssueError::WouldBlock`].
+    fn next_id(&self) -> Result<Snowflake, IssueError>;
 
     /// Issues the next ID if that needs no waiting.
     ///
     /// # Errors
     ///
-    /// [`Error::WouldBlock`], with how long to wait, when [`next_id`](Self::next_id)
-    /// would have waited; nothing is consumed then. [`Error::TimestampExhausted`]
-    /// as for `next_id`.
-    fn try_next_id(&self) -> Result<Snowflake, Error>;
+    /// [`IssueError::WouldBlock`], with how long to wait, when
+    /// [`next_id`](Self::next_id) would have waited; nothing is consumed then.
+    /// [`IssueError::ClockBehind`] and [`IssueError::TimestampExhausted`] as
+    /// for `next_id`.
+    fn try_next_id(&self) -> Result<Snowflake, IssueError>;
 
     /// Fills `ids` with consecutive new IDs, synchronising once for the whole
     /// slice where the strategy allows. Waits like [`next_id`](Self::next_id)
@@ -75,18 +81,17 @@ pub trait IdGenerator: Send + Sync {
     ///
     /// # Errors
     ///
-    /// [`Error::TimestampExhausted`] when the batch does not fit in the layout's
-    /// remaining time; `ids` is then left unchanged.
-    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error>;
+    /// As for `next_id`, and [`IssueError::TimestampExhausted`] when the batch
+    /// does not fit in the layout's remaining time; `ids` is then left unchanged.
+    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError>;
 
     /// Fills `ids` like [`next_ids`](Self::next_ids) if that needs no waiting.
     ///
     /// # Errors
     ///
-    /// [`Error::WouldBlock`] when `next_ids` would have waited, and
-    /// [`Error::TimestampExhausted`] as for `next_ids`; `ids` is then left
-    /// unchanged and nothing is consumed.
-    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error>;
+    /// As for [`try_next_id`](Self::try_next_id); `ids` is then left unchanged
+    /// and nothing is consumed.
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError>;
 
     /// The layout of the IDs issued.
     fn layout(&self) -> &Layout;
@@ -99,19 +104,19 @@ macro_rules! forward_id_generator {
     ($($ptr:ty),*) => {$(
         impl<G: IdGenerator + ?Sized> IdGenerator for $ptr {
             #[inline]
-            fn next_id(&self) -> Result<Snowflake, Error> {
+            fn next_id(&self) -> Result<Snowflake, IssueError> {
                 (**self).next_id()
             }
             #[inline]
-            fn try_next_id(&self) -> Result<Snowflake, Error> {
+            fn try_next_id(&self) -> Result<Snowflake, IssueError> {
                 (**self).try_next_id()
             }
             #[inline]
-            fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+            fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
                 (**self).next_ids(ids)
             }
             #[inline]
-            fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
+            fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
                 (**self).try_next_ids(ids)
             }
             fn layout(&self) -> &Layout {
@@ -125,11 +130,3 @@ macro_rules! forward_id_generator {
 }
 
 forward_id_generator!(&G, Box<G>, Arc<G>);
-
-/// Writes the IDs of ticks `first, first + 1, ...` into `ids`.
-#[inline]
-fn fill(layout: &Layout, worker_field: u64, first: u64, ids: &mut [Snowflake]) {
-    for (tick, slot) in (first..).zip(ids.iter_mut()) {
-        *slot = Snowflake::from_u64(layout.compose_tick(tick, worker_field));
-    }
-}

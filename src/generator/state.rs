@@ -1,19 +1,14 @@
 //! The logical clock all strategies share.
 //!
-//! Every generator keeps one number, the last *tick* it issued: the timestamp
-//! and sequence of an ID packed as in the table below. Ticks are issued in
-//! strictly increasing order, and an ID is its tick with the worker id put in,
-//! so ticks unique and increasing means IDs unique and increasing.
+//! Every generator keeps one number, the last *tick* it issued: an ID's
+//! timestamp and sequence packed without the worker (the layout defines ticks
+//! and does all the bit arithmetic on them). Ticks are issued in strictly
+//! increasing order, and an ID is its tick with the worker id put in, so
+//! ticks unique and increasing means IDs unique and increasing.
 //!
-//! | bits | 63 … ts+s | ts+s−1 … s | s−1 … 0 |
-//! |---|---|---|---|
-//! | field | zero: headroom | timestamp (units since epoch) | sequence |
-//!
-//! Adding 1 to a tick whose sequence is full carries into the timestamp: that
-//! is "borrow the next unit", which the [`TickRules::verdict`] then holds back
-//! until the clock gets there (or within `max_lead` of it). The headroom bit
-//! (layouts keep `ts + s <= 63`) lets a counter run past the last valid tick
-//! and be seen as exhausted without wrapping round to tick 0.
+//! Adding 1 to a tick whose sequence is full carries into the next unit: that
+//! is "borrow the next unit", which [`TickRules::verdict`] then holds back
+//! until the clock gets there (or within `max_lead` of it).
 //!
 //! [`TickRules`] is the pure transition, `(last, now, count) -> range`, which
 //! the mutex strategy applies under its lock and the property tests check.
@@ -23,86 +18,86 @@
 use crate::layout::Layout;
 use crate::sync::{AtomicU64, Ordering};
 
-/// The policy of the logical clock for one generator.
+/// The policy of the logical clock for one generator, in its layout's ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TickRules {
-    sequence_bits: u32,
-    max_tick: u64,
+    layout: Layout,
     /// How many units ahead of the clock an issued timestamp may be.
     max_lead: u64,
 }
 
-/// Whether a reserved tick may be handed out now.
+/// Why reserved ticks may not be handed out now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
-    /// Its timestamp is within `max_lead` of the clock.
-    Ready,
-    /// Its timestamp is too far ahead: the clock must first reach this unit.
+pub enum Refusal {
+    /// Their timestamp is too far ahead: the clock must first reach this unit.
     WaitUntil(u64),
-    /// Its timestamp no longer fits the layout.
+    /// Their timestamp no longer fits the layout.
     Exhausted,
 }
 
 impl TickRules {
-    pub(crate) const fn new(layout: &Layout, max_lead_units: u64) -> TickRules {
-        let bits = layout.timestamp_bits() + layout.sequence_bits();
+    pub(crate) const fn new(layout: Layout, max_lead_units: u64) -> TickRules {
         TickRules {
-            sequence_bits: layout.sequence_bits(),
-            // bits <= 63: layouts guarantee it.
-            max_tick: (1u64 << bits) - 1,
+            layout,
             max_lead: max_lead_units,
         }
     }
 
+    pub(crate) const fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
     /// The largest tick the layout can hold.
-    pub(crate) const fn max_tick(self) -> u64 {
-        self.max_tick
+    #[inline]
+    pub(crate) const fn max_tick(&self) -> u64 {
+        self.layout.max_tick()
     }
 
     /// The first tick of unit `now`, or of the layout's last unit when `now`
     /// is past it: a clock past the end still lets the last unit's sequence be
     /// used up, after which every strategy reports exhaustion alike.
     #[inline]
-    pub(crate) const fn floor(self, now: u64) -> u64 {
-        let last_unit = self.max_tick >> self.sequence_bits;
-        let unit = if now > last_unit { last_unit } else { now };
-        unit << self.sequence_bits
+    pub(crate) const fn floor(&self, now: u64) -> u64 {
+        let last_unit = self.layout.max_timestamp();
+        self.layout
+            .first_tick(if now > last_unit { last_unit } else { now })
     }
 
     /// The first tick that may not be issued while the clock reads `now`:
     /// everything below it is within `max_lead` of the clock and within the
-    /// layout. `tick < limit(now)` is `verdict(tick, now) == Ready` in one compare.
-    pub(crate) const fn limit(self, now: u64) -> u64 {
+    /// layout. `end < limit(now)` is `verdict(end, now).is_ok()` in one compare.
+    #[inline]
+    pub(crate) const fn limit(&self, now: u64) -> u64 {
         let units = now.saturating_add(self.max_lead).saturating_add(1);
-        if units > self.max_tick >> self.sequence_bits {
-            self.max_tick + 1
+        if units > self.layout.max_timestamp() {
+            self.max_tick() + 1
         } else {
-            units << self.sequence_bits
+            self.layout.first_tick(units)
         }
     }
 
-    /// Whether tick `last` may be issued when the clock reads `now` (units).
+    /// Whether ticks up to `end` may be issued when the clock reads unit `now`.
     #[inline]
-    pub(crate) const fn verdict(self, last: u64, now: u64) -> Verdict {
-        if last > self.max_tick {
-            return Verdict::Exhausted;
+    pub(crate) const fn verdict(&self, end: u64, now: u64) -> Result<(), Refusal> {
+        if end > self.max_tick() {
+            return Err(Refusal::Exhausted);
         }
-        let ready_at = (last >> self.sequence_bits).saturating_sub(self.max_lead);
+        let ready_at = self.layout.unit_of_tick(end).saturating_sub(self.max_lead);
         if ready_at > now {
-            Verdict::WaitUntil(ready_at)
+            Err(Refusal::WaitUntil(ready_at))
         } else {
-            Verdict::Ready
+            Ok(())
         }
     }
 
     /// The pure transition: the `count` ticks to issue after `last` when the
-    /// clock reads `now`, as `(first, last)`; `None` if they do not fit the layout.
+    /// clock reads `now`, as `(first, end)`; `None` if they do not fit the layout.
     ///
     /// The range starts at the later of "just after the last tick" (so nothing
     /// repeats, whatever the clock did) and "the start of the current unit" (so
     /// timestamps follow the clock when it moves forward).
     #[inline]
-    pub(crate) const fn reserve(self, last: u64, now: u64, count: u64) -> Option<(u64, u64)> {
+    pub(crate) const fn reserve(&self, last: u64, now: u64, count: u64) -> Option<(u64, u64)> {
         let after_last = last.saturating_add(1);
         let floor = self.floor(now);
         let first = if after_last > floor {
@@ -111,7 +106,7 @@ impl TickRules {
             floor
         };
         match first.checked_add(count.saturating_sub(1)) {
-            Some(end) if end <= self.max_tick => Some((first, end)),
+            Some(end) if end <= self.max_tick() => Some((first, end)),
             _ => None,
         }
     }
@@ -119,10 +114,10 @@ impl TickRules {
 
 /// [`TickRules`] on an atomic: the lock-free strategies' state.
 ///
-/// The counter holds the last tick handed out (table in the module docs).
-/// Ticks are taken with `fetch_add`, so concurrent callers always get disjoint
-/// ranges: the counter only ever grows (`fetch_add`, `fetch_max`), and each
-/// read-modify-write returns a value no other one returned.
+/// The counter holds the last tick handed out. Ticks are taken with
+/// `fetch_add`, so concurrent callers always get disjoint ranges: the counter
+/// only ever grows (`fetch_add`, `fetch_max`), and each read-modify-write
+/// returns a value no other one returned.
 #[derive(Debug)]
 pub(crate) struct TickCounter {
     last: AtomicU64,
@@ -135,14 +130,22 @@ impl TickCounter {
         }
     }
 
-    /// Takes `count` fresh ticks, none below `floor`, and returns the first.
+    /// Takes `count` fresh ticks, none below `floor`, and returns the first;
+    /// `None`, taking nothing, for a batch once the counter is past `max_tick`.
     ///
     /// One `fetch_add` while the counter is at or past `floor`, the common case
     /// when IDs are asked for faster than the clock's unit; when the clock has
     /// moved to a new unit, the ticks just taken are stale and are dropped (a gap
     /// in the sequence, never a repeat) and a `fetch_max` claims the new unit.
+    ///
+    /// A single call past the end adds 1 to the counter and is refused by the
+    /// verdict on its tick; the headroom bit makes that safe for longer than
+    /// any program runs. A batch could add billions per call, so it checks first.
     #[inline]
-    pub(crate) fn take(&self, count: u64, floor: u64) -> u64 {
+    pub(crate) fn take(&self, count: u64, floor: u64, max_tick: u64) -> Option<u64> {
+        if count > 1 && self.last_issued() >= max_tick {
+            return None;
+        }
         // Relaxed: uniqueness needs only the atomicity of the RMW (every RMW
         // of one atomic sees the one before it in a single total order), and
         // no other memory is published through the counter.
@@ -151,9 +154,9 @@ impl TickCounter {
             .fetch_add(count, Ordering::Relaxed)
             .wrapping_add(1);
         if first >= floor {
-            first
+            Some(first)
         } else {
-            self.take_from(first, count, floor)
+            Some(self.take_from(first, count, floor))
         }
     }
 
@@ -183,14 +186,12 @@ impl TickCounter {
 
     /// Takes `count` ticks only if `rules` allow issuing them at `now`; never
     /// moves the counter otherwise. Returns the first tick, or why not.
-    pub(crate) fn try_take(&self, rules: TickRules, count: u64, now: u64) -> Result<u64, Verdict> {
+    pub(crate) fn try_take(&self, rules: &TickRules, count: u64, now: u64) -> Result<u64, Refusal> {
         // Relaxed: a stale value only makes the first compare_exchange fail.
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
-            let (first, end) = rules.reserve(last, now, count).ok_or(Verdict::Exhausted)?;
-            if let wait @ Verdict::WaitUntil(_) = rules.verdict(end, now) {
-                return Err(wait);
-            }
+            let (first, end) = rules.reserve(last, now, count).ok_or(Refusal::Exhausted)?;
+            rules.verdict(end, now)?;
             // Relaxed: as in `take`; on failure the value only seeds the next attempt.
             match self
                 .last
@@ -203,7 +204,8 @@ impl TickCounter {
     }
 
     /// The last tick handed out (possibly past the layout's end once exhausted).
-    pub(crate) fn last(&self) -> u64 {
+    #[inline]
+    pub(crate) fn last_issued(&self) -> u64 {
         // Relaxed: a snapshot for guards and `Debug`; nothing is published through it.
         self.last.load(Ordering::Relaxed)
     }
@@ -212,16 +214,20 @@ impl TickCounter {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
-    fn rules(lead: u64) -> TickRules {
-        // 2 sequence bits: 4 ticks per unit.
-        let layout = Layout::builder()
+    /// 2 sequence bits: 4 ticks per unit, 10 bits of units.
+    fn narrow() -> Layout {
+        Layout::builder()
             .timestamp_bits(10)
             .worker_bits(0)
             .sequence_bits(2)
             .build()
-            .unwrap();
-        TickRules::new(&layout, lead)
+            .unwrap()
+    }
+
+    fn rules(lead: u64) -> TickRules {
+        TickRules::new(narrow(), lead)
     }
 
     #[test]
@@ -236,10 +242,10 @@ mod tests {
     fn borrows_the_next_unit_and_holds_it_back() {
         let r = rules(0);
         assert_eq!(r.reserve(23, 5, 1), Some((24, 24)));
-        assert_eq!(r.verdict(24, 5), Verdict::WaitUntil(6));
-        assert_eq!(r.verdict(24, 6), Verdict::Ready);
-        assert_eq!(rules(1).verdict(24, 5), Verdict::Ready);
-        assert_eq!(rules(1).verdict(28, 5), Verdict::WaitUntil(6));
+        assert_eq!(r.verdict(24, 5), Err(Refusal::WaitUntil(6)));
+        assert_eq!(r.verdict(24, 6), Ok(()));
+        assert_eq!(rules(1).verdict(24, 5), Ok(()));
+        assert_eq!(rules(1).verdict(28, 5), Err(Refusal::WaitUntil(6)));
     }
 
     #[test]
@@ -247,15 +253,14 @@ mod tests {
         for lead in [0, 1, 3, u64::MAX] {
             let r = rules(lead);
             for now in [0, 1, 5, 1000, 1022, 1023, 1024, u64::MAX] {
-                for tick in (0..r.max_tick() + 3)
+                for end in (0..r.max_tick() + 3)
                     .step_by(3)
                     .chain([r.max_tick(), r.max_tick() + 1])
                 {
-                    let ready = r.verdict(tick, now) == Verdict::Ready;
                     assert_eq!(
-                        tick < r.limit(now),
-                        ready,
-                        "lead {lead} now {now} tick {tick}"
+                        end < r.limit(now),
+                        r.verdict(end, now).is_ok(),
+                        "lead {lead} now {now} end {end}"
                     );
                 }
             }
@@ -266,7 +271,7 @@ mod tests {
     fn never_goes_back_with_the_clock() {
         let r = rules(0);
         assert_eq!(r.reserve(40, 3, 1), Some((41, 41)));
-        assert_eq!(r.verdict(41, 3), Verdict::WaitUntil(10));
+        assert_eq!(r.verdict(41, 3), Err(Refusal::WaitUntil(10)));
     }
 
     #[test]
@@ -279,33 +284,66 @@ mod tests {
         assert_eq!(r.reserve(max - 2, 1023, 3), None);
         assert_eq!(r.reserve(0, 5000, 1), Some((1023 << 2, 1023 << 2)));
         assert_eq!(r.floor(1024), 1023 << 2);
-        assert_eq!(r.verdict(max + 1, 2000), Verdict::Exhausted);
+        assert_eq!(r.verdict(max + 1, 2000), Err(Refusal::Exhausted));
     }
 
     #[test]
     fn counter_claims_new_units_and_never_repeats() {
         let c = TickCounter::new(0);
-        assert_eq!(c.take(1, 20), 20);
-        assert_eq!(c.take(1, 20), 21);
-        assert_eq!(c.take(3, 20), 22);
-        assert_eq!(c.take(1, 40), 40);
+        let max = rules(0).max_tick();
+        let take = |count, floor| c.take(count, floor, max).unwrap();
+        assert_eq!(take(1, 20), 20);
+        assert_eq!(take(1, 20), 21);
+        assert_eq!(take(3, 20), 22);
+        assert_eq!(take(1, 40), 40);
         // A batch whose stale range straddles the new floor still starts at it.
-        assert_eq!(c.take(9, 43), 43);
-        assert_eq!(c.take(1, 0), 52);
-        assert_eq!(c.take(2, 100), 100);
-        assert_eq!(c.take(1, 50), 102);
+        assert_eq!(take(9, 43), 43);
+        assert_eq!(take(1, 0), 52);
+        assert_eq!(take(2, 100), 100);
+        assert_eq!(take(1, 50), 102);
+    }
+
+    #[test]
+    fn an_exhausted_counter_refuses_batches_without_moving() {
+        let max = rules(0).max_tick();
+        let c = TickCounter::new(max);
+        assert_eq!(c.take(5, 0, max), None);
+        assert_eq!(c.last_issued(), max);
+        assert_eq!(c.take(1, 0, max), Some(max + 1)); // the verdict refuses it
     }
 
     #[test]
     fn try_take_moves_nothing_when_it_must_wait() {
         let r = rules(0);
         let c = TickCounter::new(23);
-        assert_eq!(c.try_take(r, 1, 5), Err(Verdict::WaitUntil(6)));
-        assert_eq!(c.last(), 23);
-        assert_eq!(c.try_take(r, 1, 6), Ok(24));
-        assert_eq!(c.try_take(r, 5, 6), Err(Verdict::WaitUntil(7)));
+        assert_eq!(c.try_take(&r, 1, 5), Err(Refusal::WaitUntil(6)));
+        assert_eq!(c.last_issued(), 23);
+        assert_eq!(c.try_take(&r, 1, 6), Ok(24));
+        assert_eq!(c.try_take(&r, 5, 6), Err(Refusal::WaitUntil(7)));
         let c = TickCounter::new(r.max_tick());
-        assert_eq!(c.try_take(r, 1, 1 << 20), Err(Verdict::Exhausted));
-        assert_eq!(c.last(), r.max_tick());
+        assert_eq!(c.try_take(&r, 1, 1 << 20), Err(Refusal::Exhausted));
+        assert_eq!(c.last_issued(), r.max_tick());
+    }
+
+    proptest! {
+        /// One caller at a time, the counter is the pure transition: the same
+        /// ranges, call for call, whatever the clock does.
+        #[test]
+        fn sequential_take_is_reserve(
+            start in 0u64..4096,
+            calls in prop::collection::vec((0u64..1100, 1u64..9), 1..200),
+        ) {
+            let r = rules(0);
+            let counter = TickCounter::new(start);
+            let mut last = start;
+            for (now, count) in calls {
+                let Some((first, end)) = r.reserve(last, now, count) else {
+                    break; // past the layout's end: the verdict refuses either way
+                };
+                prop_assert_eq!(counter.take(count, r.floor(now), r.max_tick()), Some(first));
+                prop_assert_eq!(counter.last_issued(), end);
+                last = end;
+            }
+        }
     }
 }

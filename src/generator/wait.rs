@@ -1,12 +1,11 @@
 //! Waiting for the clock: the cold path every strategy shares.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::Duration;
 
 use crate::clock::Clock;
-use crate::error::Error;
 use crate::layout::Layout;
+use crate::sync::{AtomicBool, Ordering};
 
 /// Below this much time to go, the waiter watching the boundary stops
 /// sleeping and polls the clock, yielding the CPU between reads. A timed sleep
@@ -76,22 +75,5 @@ fn poll<C: Clock + ?Sized>(clock: &C, deadline: u64) -> u64 {
             return now;
         }
         thread::yield_now();
-    }
-}
-
-/// The error for a non-blocking call that would have to wait until unit `target`.
-#[cold]
-pub(crate) fn would_block(layout: &Layout, target: u64, now_nanos: u64) -> Error {
-    let wait = layout.unit_start_nanos(target).saturating_sub(now_nanos);
-    Error::WouldBlock {
-        wait: Duration::from_nanos(wait),
-    }
-}
-
-/// The error for a timestamp past the layout's end.
-#[cold]
-pub(crate) fn exhausted(layout: &Layout) -> Error {
-    Error::TimestampExhausted {
-        end: layout.exhausted_at(),
     }
 }

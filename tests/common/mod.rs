@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use flakegen::{
-    Builder, Clock, Error, IdGenerator, Layout, ManualClock, Snowflake, TickerGenerator,
+    Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
+    TickerGenerator,
 };
 
 /// 2024-01-01T00:00:00Z, comfortably after every preset's epoch.
@@ -18,44 +19,43 @@ pub const NARROW: Layout = Layout::builder()
     .sequence_bits(2)
     .build_const();
 
-pub const STRATEGIES: [&str; 3] = ["atomic", "mutex", "ticker"];
+pub const STRATEGIES: [Strategy; 3] = Strategy::ALL;
 
 /// Builds `strategy` from `builder`.
 ///
-/// The ticker is built without its thread and ticked before every call: what
-/// its thread does at each boundary, made deterministic under a `ManualClock`
-/// (a thread would notice a manual clock change up to one unit later, and a
-/// test could not tell when). Its thread and its fallbacks have tests of their own.
+/// The ticker is built without its thread and refreshed before every call:
+/// what its thread does at each boundary, made deterministic under a
+/// `ManualClock` (a thread would notice a manual clock change up to one unit
+/// later, and a test could not tell when). Its thread and its fallbacks have
+/// tests of their own.
 pub fn build<C: Clock + Clone + 'static>(
-    strategy: &str,
+    strategy: Strategy,
     builder: Builder<C>,
 ) -> Box<dyn IdGenerator> {
     match strategy {
-        "atomic" => Box::new(builder.build_atomic().unwrap()),
-        "mutex" => Box::new(builder.build_mutex().unwrap()),
-        "ticker" => Box::new(Ticked(builder.ticker_thread(false).build_ticker().unwrap())),
-        other => panic!("unknown strategy {other}"),
+        Strategy::Ticker => Box::new(Refreshed(builder.build_ticker_without_thread().unwrap())),
+        other => builder.build(other).unwrap(),
     }
 }
 
-/// A thread-less ticker that ticks before every call.
-pub struct Ticked<C: Clock + 'static>(pub TickerGenerator<C>);
+/// A thread-less ticker that reads the clock before every call.
+pub struct Refreshed<C: Clock + 'static>(pub TickerGenerator<C>);
 
-impl<C: Clock + 'static> IdGenerator for Ticked<C> {
-    fn next_id(&self) -> Result<Snowflake, Error> {
-        self.0.tick();
+impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
+    fn next_id(&self) -> Result<Snowflake, IssueError> {
+        self.0.refresh();
         self.0.next_id()
     }
-    fn try_next_id(&self) -> Result<Snowflake, Error> {
-        self.0.tick();
+    fn try_next_id(&self) -> Result<Snowflake, IssueError> {
+        self.0.refresh();
         self.0.try_next_id()
     }
-    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
-        self.0.tick();
+    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        self.0.refresh();
         self.0.next_ids(ids)
     }
-    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), Error> {
-        self.0.tick();
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        self.0.refresh();
         self.0.try_next_ids(ids)
     }
     fn layout(&self) -> &Layout {
@@ -90,7 +90,7 @@ pub fn millis(n: u64) -> Duration {
 }
 
 /// Asserts the sequence is strictly increasing (hence also free of duplicates).
-pub fn assert_strictly_increasing(ids: &[Snowflake], context: &str) {
+pub fn assert_strictly_increasing(ids: &[Snowflake], context: impl std::fmt::Display) {
     if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
         panic!(
             "{context}: ids[{i}] = {} is not below ids[{}] = {}",

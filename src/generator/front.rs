@@ -1,0 +1,375 @@
+//! The one front: [`Generator`] implements [`IdGenerator`] once, over a raw
+//! strategy that only reserves ticks.
+//!
+//! As `lock_api::Mutex<R, T>` puts one safe type in front of every raw lock,
+//! `Generator<R, C>` puts one generator in front of every way of handing out
+//! ticks. What the strategies share lives in [`Core`]: the clock, the layout
+//! and its rules, the worker, the waiting and the mapping of refusals to
+//! errors. What differs, how concurrent callers are kept apart, is the raw
+//! strategy `R`, in `atomic.rs`, `mutex.rs` and `ticker.rs`.
+
+use core::fmt;
+use std::time::Duration;
+
+use super::IdGenerator;
+use super::state::{Refusal, TickRules};
+use super::wait::BoundaryWatch;
+use crate::clock::{Clock, SystemClock};
+use crate::error::{BuildError, IssueError, unix_millis};
+use crate::id::Snowflake;
+use crate::layout::Layout;
+
+/// A Snowflake generator: the one implementation of [`IdGenerator`], over a
+/// strategy `R` that says how concurrent callers synchronise and a [`Clock`] `C`.
+///
+/// Name it through its aliases, [`AtomicGenerator`](crate::AtomicGenerator),
+/// [`MutexGenerator`](crate::MutexGenerator) and
+/// [`TickerGenerator`](crate::TickerGenerator); build it with
+/// [`Builder`](crate::Builder), or with `new` for the defaults. Every
+/// strategy issues the same IDs under the same rules: the IDs depend only on
+/// the calls and the clock, never on the strategy.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{AtomicGenerator, IdGenerator, MutexGenerator};
+///
+/// let atomic = AtomicGenerator::new(1)?;
+/// let mutex = MutexGenerator::new(2)?;
+/// assert!(atomic.next_id()? < atomic.next_id()?);
+/// assert_eq!(mutex.worker(), 2);
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+pub struct Generator<R, C = SystemClock> {
+    raw: R,
+    core: Core<C>,
+}
+
+/// What every strategy shares, validated once when building.
+pub struct Core<C> {
+    pub(crate) clock: C,
+    pub(crate) rules: TickRules,
+    pub(crate) watch: BoundaryWatch,
+    worker: u64,
+    worker_field: u64,
+    /// The longest a call waits for the clock, in ns; never below one unit,
+    /// so waiting out a used-up unit is never refused.
+    max_wait_nanos: u64,
+}
+
+/// A generator's settings as the builder collects them, before validation.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings<C> {
+    pub(crate) layout: Layout,
+    pub(crate) worker: u64,
+    pub(crate) clock: C,
+    pub(crate) max_lead: Duration,
+    pub(crate) max_wait: Duration,
+    pub(crate) resume_after: Option<Snowflake>,
+}
+
+/// The default of [`Builder::max_wait`](crate::Builder::max_wait).
+pub(crate) const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
+
+impl Settings<SystemClock> {
+    pub(crate) const fn new() -> Self {
+        Settings {
+            layout: Layout::TWITTER,
+            worker: 0,
+            clock: SystemClock,
+            max_lead: Duration::ZERO,
+            max_wait: DEFAULT_MAX_WAIT,
+            resume_after: None,
+        }
+    }
+}
+
+/// Ticks a raw strategy has set aside for a blocking call.
+pub struct Reserved {
+    /// The first tick of the range.
+    pub(crate) first: u64,
+    /// The clock's unit the reservation was made against.
+    pub(crate) now: u64,
+    /// `TickRules::limit(now)`: the range may be issued at once if it ends below.
+    pub(crate) limit: u64,
+}
+
+pub(crate) use self::sealed::{Raw, Start};
+
+mod sealed {
+    use super::{BuildError, Clock, Core, Refusal, Reserved};
+
+    /// How a strategy keeps concurrent callers apart: its only job is to hand
+    /// out disjoint ranges of ticks. Public in name only (the module is
+    /// private), so no other crate can implement it.
+    pub trait Raw<C: Clock>: Sized + Send + Sync {
+        /// The public name of the generator, for `Debug`.
+        const NAME: &'static str;
+
+        /// Reserves `count` (at least 1) ticks for a blocking call, whatever
+        /// the clock: the front waits for them if need be. `Err` only for
+        /// `Refusal::Exhausted`, and then nothing is reserved.
+        fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal>;
+
+        /// Reserves `count` ticks only if they may be issued at once; otherwise
+        /// reserves nothing and says why, with the clock reading (ns) it judged by.
+        fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)>;
+
+        /// Blocks until the clock reaches the start of `unit`.
+        #[cold]
+        fn wait_until(&self, core: &Core<C>, unit: u64) {
+            core.watch.until_unit(&core.clock, core.layout(), unit);
+        }
+
+        /// The last tick handed out, for `Debug`.
+        fn last_issued(&self) -> u64;
+    }
+
+    /// How a strategy is set up by default, apart from [`Raw`] because the
+    /// ticker's default (a thread with its own clone of the clock) needs more
+    /// of the clock than issuing does.
+    pub trait Start<C: Clock>: Raw<C> {
+        /// Sets up the strategy with nothing issued at or below tick `last`.
+        fn start(core: &Core<C>, last: u64) -> Result<Self, BuildError>;
+    }
+}
+
+impl<C: Clock> Core<C> {
+    /// Validates `settings`; returns the core and the tick to count on from.
+    fn new(settings: Settings<C>) -> Result<(Core<C>, u64), BuildError> {
+        let Settings {
+            layout,
+            worker,
+            clock,
+            max_lead,
+            max_wait,
+            resume_after,
+        } = settings;
+        if worker > layout.max_worker() {
+            return Err(BuildError::WorkerOutOfRange {
+                worker,
+                max: layout.max_worker(),
+            });
+        }
+        let now = clock.unix_nanos();
+        if now < layout.unit_start_nanos(0) {
+            return Err(BuildError::EpochInFuture {
+                epoch_unix_millis: unix_millis(layout.epoch()),
+                now_unix_millis: now / 1_000_000,
+            });
+        }
+        let unit_nanos = layout.unit().as_nanos();
+        let lead_units = u64::try_from(max_lead.as_nanos() / unit_nanos).unwrap_or(u64::MAX);
+        let rules = TickRules::new(layout, lead_units);
+        let last = match resume_after {
+            None => 0,
+            Some(id) => {
+                let fields = layout
+                    .decode(id)
+                    .map_err(BuildError::ResumeAfterOtherLayout)?;
+                let last = if fields.worker == worker {
+                    layout.tick_of(fields)
+                } else {
+                    // Any ID of ours in that unit could sort below `id`: skip the
+                    // unit. (Not `rules.floor`, which clamps to the last unit.)
+                    layout.first_tick(fields.timestamp + 1) - 1
+                };
+                if last >= rules.max_tick() {
+                    return Err(BuildError::ResumeAfterExhausted {
+                        end_unix_millis: unix_millis(layout.exhausted_at()),
+                    });
+                }
+                last
+            }
+        };
+        let max_wait_nanos = u64::try_from(max_wait.as_nanos().max(unit_nanos)).unwrap_or(u64::MAX);
+        let core = Core {
+            clock,
+            rules,
+            watch: BoundaryWatch::default(),
+            worker,
+            worker_field: layout.worker_field(worker),
+            max_wait_nanos,
+        };
+        Ok((core, last))
+    }
+
+    #[inline]
+    pub(crate) fn layout(&self) -> &Layout {
+        self.rules.layout()
+    }
+
+    /// The clock's unit now.
+    #[inline]
+    pub(crate) fn now(&self) -> u64 {
+        self.layout().units_since_epoch(self.clock.unix_nanos())
+    }
+
+    #[inline]
+    fn id(&self, tick: u64) -> Snowflake {
+        Snowflake::from_u64(self.layout().compose_tick(tick, self.worker_field))
+    }
+
+    /// Writes the IDs of ticks `first, first + 1, ...` into `ids`.
+    #[inline]
+    fn fill(&self, first: u64, ids: &mut [Snowflake]) {
+        for (tick, slot) in (first..).zip(ids.iter_mut()) {
+            *slot = self.id(tick);
+        }
+    }
+
+    /// How long until `unit` starts, seen from clock reading `now_nanos`, if
+    /// that is worth waiting for: a wait beyond `max_wait` is an error.
+    fn wait_for(&self, unit: u64, now_nanos: u64) -> Result<u64, IssueError> {
+        let wait = self
+            .layout()
+            .unit_start_nanos(unit)
+            .saturating_sub(now_nanos);
+        if wait > self.max_wait_nanos {
+            Err(IssueError::ClockBehind { behind_nanos: wait })
+        } else {
+            Ok(wait)
+        }
+    }
+
+    /// The error for a non-blocking call refused at clock reading `now_nanos`.
+    #[cold]
+    fn refusal_error(&self, refusal: Refusal, now_nanos: u64) -> IssueError {
+        match refusal {
+            Refusal::Exhausted => self.exhausted(),
+            Refusal::WaitUntil(unit) => match self.wait_for(unit, now_nanos) {
+                Ok(wait_nanos) => IssueError::WouldBlock { wait_nanos },
+                Err(behind) => behind,
+            },
+        }
+    }
+
+    #[cold]
+    fn exhausted(&self) -> IssueError {
+        IssueError::TimestampExhausted {
+            end_unix_millis: unix_millis(self.layout().exhausted_at()),
+        }
+    }
+}
+
+impl<R: Start<C>, C: Clock> Generator<R, C> {
+    pub(crate) fn from_settings(settings: Settings<C>) -> Result<Self, BuildError> {
+        Self::assemble(settings, R::start)
+    }
+}
+
+impl<R: Raw<C>, C: Clock> Generator<R, C> {
+    /// Validates `settings` and starts the raw strategy with `start`.
+    pub(crate) fn assemble(
+        settings: Settings<C>,
+        start: impl FnOnce(&Core<C>, u64) -> Result<R, BuildError>,
+    ) -> Result<Self, BuildError> {
+        let (core, last) = Core::new(settings)?;
+        let raw = start(&core, last)?;
+        Ok(Generator { raw, core })
+    }
+
+    pub(crate) fn raw(&self) -> &R {
+        &self.raw
+    }
+
+    pub(crate) fn core(&self) -> &Core<C> {
+        &self.core
+    }
+
+    /// Reserves `count` ticks and returns the first once they may be issued.
+    #[inline]
+    fn issue(&self, count: u64) -> Result<u64, IssueError> {
+        match self.raw.reserve(&self.core, count) {
+            Ok(r) if r.first + (count - 1) < r.limit => Ok(r.first),
+            Ok(r) => self.settle(r.first, r.first + (count - 1), r.now),
+            Err(_) => Err(self.core.exhausted()),
+        }
+    }
+
+    /// `issue`'s slow path: ticks `first..=end`, reserved against unit `now`,
+    /// are ahead of the clock or past the layout's end.
+    #[cold]
+    #[inline(never)]
+    fn settle(&self, first: u64, end: u64, now: u64) -> Result<u64, IssueError> {
+        match self.core.rules.verdict(end, now) {
+            // The clock moved on between the raw strategy's reads.
+            Ok(()) => Ok(first),
+            // The ticks stay reserved and are never issued: a gap, never a repeat.
+            Err(Refusal::Exhausted) => Err(self.core.exhausted()),
+            Err(Refusal::WaitUntil(unit)) => {
+                self.core.wait_for(unit, self.core.clock.unix_nanos())?;
+                // The ticks are ours; hand them out once the clock allows.
+                self.raw.wait_until(&self.core, unit);
+                Ok(first)
+            }
+        }
+    }
+
+    fn try_issue(&self, count: u64) -> Result<u64, IssueError> {
+        self.raw
+            .try_reserve(&self.core, count)
+            .map_err(|(refusal, now_nanos)| self.core.refusal_error(refusal, now_nanos))
+    }
+}
+
+impl<R: Start<SystemClock>> Generator<R, SystemClock> {
+    /// A generator for `worker` with the defaults of [`Builder`](crate::Builder).
+    ///
+    /// # Errors
+    ///
+    /// As for [`Builder::build_atomic`](crate::Builder::build_atomic) (and,
+    /// for the ticker, [`BuildError::TickerSpawn`]).
+    pub fn new(worker: u64) -> Result<Self, BuildError> {
+        Self::from_settings(Settings {
+            worker,
+            ..Settings::new()
+        })
+    }
+}
+
+impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
+    #[inline]
+    fn next_id(&self) -> Result<Snowflake, IssueError> {
+        Ok(self.core.id(self.issue(1)?))
+    }
+
+    #[inline]
+    fn try_next_id(&self) -> Result<Snowflake, IssueError> {
+        Ok(self.core.id(self.try_issue(1)?))
+    }
+
+    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        if !ids.is_empty() {
+            let first = self.issue(ids.len() as u64)?;
+            self.core.fill(first, ids);
+        }
+        Ok(())
+    }
+
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        if !ids.is_empty() {
+            let first = self.try_issue(ids.len() as u64)?;
+            self.core.fill(first, ids);
+        }
+        Ok(())
+    }
+
+    fn layout(&self) -> &Layout {
+        self.core.layout()
+    }
+
+    fn worker(&self) -> u64 {
+        self.core.worker
+    }
+}
+
+impl<R: Raw<C>, C: Clock> fmt::Debug for Generator<R, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(R::NAME)
+            .field("layout", self.core.layout())
+            .field("worker", &self.core.worker)
+            .field("last_tick", &self.raw.last_issued())
+            .finish_non_exhaustive()
+    }
+}
