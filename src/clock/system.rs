@@ -5,10 +5,11 @@ use super::os;
 
 /// The standard library's wall clock, [`SystemTime::now`](std::time::SystemTime::now).
 ///
-/// On Linux that is `clock_gettime(CLOCK_REALTIME)` through the vDSO: tens of
-/// nanoseconds, no system call, as long as the kernel's clock source allows it
-/// (`tsc` does; `xen` and some hypervisors' do not, and then every read is a
-/// system call: see [`SyscallClock`]). The default clock of every generator.
+/// On Linux that is `clock_gettime(CLOCK_REALTIME)` through the vDSO, with no
+/// system call, as long as the kernel's clock source allows it (`tsc` does;
+/// `xen` and some hypervisors' do not, and then every read is a system call:
+/// see [`SyscallClock`]). The default clock of every generator. What a read
+/// costs on your machine: `cargo bench -- clocks`.
 ///
 /// # Examples
 ///
@@ -63,10 +64,10 @@ impl Clock for CoarseClock {
 
 /// `CLOCK_REALTIME` read with a real system call on Linux, never the vDSO.
 ///
-/// Each read costs hundreds of nanoseconds. That is the point: it reproduces on
-/// any Linux machine what every clock read costs under a hypervisor whose clock
-/// the vDSO cannot read, the case where clock-reading generators fall far
-/// behind the ticker (see the crate's benchmarks).
+/// Each read enters the kernel. That is the point: it reproduces on any Linux
+/// machine what every clock read costs under a hypervisor whose clock the
+/// vDSO cannot read, the case where clock-reading generators can fall behind
+/// the ticker (see the crate's benchmarks).
 ///
 /// On other platforms this is [`SystemClock`].
 ///

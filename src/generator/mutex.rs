@@ -12,11 +12,10 @@ use crate::error::BuildError;
 /// compare with the last ID, bump the sequence or start a new unit.
 ///
 /// The reference the other strategies are measured against, and the simplest
-/// to reason about. Unlike straight ports of Twitter's code it cannot go back
-/// in time: a caller holding a stale clock reading continues after the last
-/// tick instead of resetting the sequence (the bug behind duplicate IDs in
-/// several ports), and it waits for the clock outside the lock, so one waiting
-/// caller does not hold up the others' bookkeeping.
+/// to reason about. A caller holding a stale clock reading continues after
+/// the last tick rather than resetting the sequence, so the generator never
+/// goes back in time; and it waits for the clock outside the lock, so one
+/// waiting caller does not hold up the others.
 ///
 /// Costs one clock read and one uncontended lock per ID; under contention the
 /// lock's hand-over dominates. See [Choosing a strategy](crate#choosing-a-strategy).
