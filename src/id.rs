@@ -11,8 +11,8 @@ use crate::error::{IdError, ParseIdError};
 /// has no arithmetic, so it cannot be mixed up with other integers. Take it
 /// apart with [`Layout::decode`](crate::Layout::decode).
 ///
-/// In text it is decimal. JavaScript's numbers lose precision above 2^53, so
-/// send IDs to browsers as strings, as Twitter and Discord do.
+/// In text it is decimal; send it to browsers as a string
+/// ([why](crate#ids-in-json)).
 ///
 /// # Examples
 ///

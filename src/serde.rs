@@ -1,10 +1,9 @@
 //! Serde support for [`Snowflake`] (feature `serde`).
 //!
 //! By default a `Snowflake` serialises as a **decimal string** in
-//! human-readable formats (JSON, YAML, TOML), because JavaScript's numbers
-//! lose precision above 2^53 and a browser would silently corrupt the ID;
-//! Twitter and Discord send their IDs as strings for the same reason. In
-//! binary formats (bincode, postcard, MessagePack) it is a plain `u64`.
+//! human-readable formats (JSON, YAML, TOML), so that browsers cannot corrupt
+//! it ([why](crate#ids-in-json)). In binary formats (bincode, postcard,
+//! MessagePack) it is a plain `u64`.
 //! Deserialising accepts either a string or a number, so existing data keeps
 //! loading.
 //!

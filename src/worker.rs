@@ -1,7 +1,7 @@
 //! Worker ids from where deployments keep them.
 //!
 //! A worker id must be unique among the generators that run at the same time
-//! with the same layout; two processes sharing one can issue the same ID. These
+//! with the same layout ([why](crate#one-worker-id-one-generator)). These
 //! functions read it from the usual places and check it against a layout, so a
 //! misconfiguration is an error at start-up rather than duplicates later:
 //!
