@@ -51,6 +51,13 @@ pub enum IssueError {
         /// The first instant the layout cannot represent, in ms since 1970.
         end_unix_millis: u64,
     },
+    /// The generator's worker-id lease could not be renewed, and it has
+    /// issued everything below its fence: issuing more could repeat another
+    /// holder's IDs. See [`Generator::lease`](crate::Generator::lease) for why.
+    LeaseLost {
+        /// The fence reached, in ms since 1970.
+        fence_unix_millis: u64,
+    },
 }
 
 impl IssueError {
@@ -60,7 +67,7 @@ impl IssueError {
         match *self {
             IssueError::WouldBlock { wait_nanos: n }
             | IssueError::ClockBehind { behind_nanos: n } => Some(Duration::from_nanos(n)),
-            IssueError::TimestampExhausted { .. } => None,
+            IssueError::TimestampExhausted { .. } | IssueError::LeaseLost { .. } => None,
         }
     }
 }
@@ -85,6 +92,12 @@ impl fmt::Display for IssueError {
                 f,
                 "the layout's timestamp ran out at unix ms {end_unix_millis}: check that the clock \
                  is right, then move to a layout with a later epoch or more timestamp bits"
+            ),
+            IssueError::LeaseLost { fence_unix_millis } => write!(
+                f,
+                "the worker id's lease could not be renewed and this generator has reached its \
+                 fence (unix ms {fence_unix_millis}): check the lease registry (the generator's \
+                 lease() says why), then build a new generator to lease a worker id again"
             ),
         }
     }
@@ -119,8 +132,26 @@ pub enum BuildError {
         /// The first instant the layout cannot represent, in ms since 1970.
         end_unix_millis: u64,
     },
-    /// The ticker's background thread could not be started.
+    /// A background thread (the ticker's, or a lease's keeper) could not be started.
     TickerSpawn(std::io::Error),
+    /// Both a worker id and a lease were given: a leased generator's worker
+    /// id is the one the registry grants.
+    WorkerAndLease,
+    /// The lease settings cannot work.
+    InvalidLease {
+        /// Why, and what to change.
+        reason: String,
+    },
+    /// The lease could not be acquired.
+    Lease(crate::lease::LeaseError),
+    /// The leased id's previous holder left a fence further ahead of this
+    /// generator's clock than its `max_wait`; the lease was given back.
+    FenceAhead {
+        /// The worker id granted.
+        worker: u64,
+        /// How long this generator would have had to wait.
+        wait_nanos: u64,
+    },
 }
 
 impl fmt::Display for BuildError {
@@ -149,8 +180,20 @@ impl fmt::Display for BuildError {
             ),
             BuildError::TickerSpawn(e) => write!(
                 f,
-                "could not start the ticker thread ({e}): raise the thread limit, \
-                 or use the atomic strategy, which needs no thread"
+                "could not start a background thread ({e}): raise the thread limit, \
+                 or use the atomic strategy without a lease, which needs no thread"
+            ),
+            BuildError::WorkerAndLease => f.write_str(
+                "both a worker id and a lease were given: drop Builder::worker, \
+                 the lease chooses the worker id",
+            ),
+            BuildError::InvalidLease { reason } => write!(f, "invalid lease settings: {reason}"),
+            BuildError::Lease(e) => write!(f, "could not lease a worker id: {e}"),
+            BuildError::FenceAhead { worker, wait_nanos } => write!(
+                f,
+                "worker id {worker}'s previous holder issued ids up to {:?} ahead of this clock, \
+                 more than max_wait: check this host's clock, or raise max_wait",
+                Duration::from_nanos(*wait_nanos)
             ),
         }
     }
@@ -161,6 +204,7 @@ impl std::error::Error for BuildError {
         match self {
             BuildError::ResumeAfterOtherLayout(e) => Some(e),
             BuildError::TickerSpawn(e) => Some(e),
+            BuildError::Lease(e) => Some(e),
             _ => None,
         }
     }
@@ -470,6 +514,8 @@ pub enum Error {
     ParseStrategy(ParseStrategyError),
     /// No worker id could be read from the deployment.
     Worker(WorkerError),
+    /// A lease registry failed.
+    Lease(crate::lease::LeaseError),
 }
 
 impl fmt::Display for Error {
@@ -482,6 +528,7 @@ impl fmt::Display for Error {
             Error::ParseId(e) => e.fmt(f),
             Error::ParseStrategy(e) => e.fmt(f),
             Error::Worker(e) => e.fmt(f),
+            Error::Lease(e) => e.fmt(f),
         }
     }
 }
@@ -491,6 +538,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             Error::Build(e) => e.source(),
+            Error::Lease(e) => e.source(),
             _ => None,
         }
     }
@@ -514,6 +562,7 @@ from_errors!(
     ParseId(ParseIdError),
     ParseStrategy(ParseStrategyError),
     Worker(WorkerError),
+    Lease(crate::lease::LeaseError),
 );
 
 /// Milliseconds since 1970 of `time`, 0 before 1970: for error payloads.

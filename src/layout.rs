@@ -485,6 +485,17 @@ impl Layout {
         self.epoch_unix_nanos + units * self.unit_nanos
     }
 
+    /// The first unit that starts at or after `unix_nanos` (0 before the
+    /// epoch; possibly past [`max_timestamp`](Self::max_timestamp)).
+    #[inline]
+    pub(crate) const fn first_unit_at_or_after(&self, unix_nanos: u64) -> u64 {
+        if unix_nanos <= self.epoch_unix_nanos {
+            0
+        } else {
+            self.units_since_epoch(unix_nanos - 1) + 1
+        }
+    }
+
     /// The worker id moved to its place in an ID.
     #[inline]
     pub(crate) const fn worker_field(&self, worker: u64) -> u64 {
@@ -786,6 +797,17 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(nanos.units_since_epoch(123_456_789), 123_456_789);
+    }
+
+    #[test]
+    fn first_unit_at_or_after_rounds_up() {
+        let l = Layout::SONYFLAKE;
+        let start = l.unit_start_nanos(7);
+        assert_eq!(l.first_unit_at_or_after(start), 7);
+        assert_eq!(l.first_unit_at_or_after(start + 1), 8);
+        assert_eq!(l.first_unit_at_or_after(start - 1), 7);
+        assert_eq!(l.first_unit_at_or_after(0), 0);
+        assert_eq!(l.first_unit_at_or_after(l.unit_start_nanos(0)), 0);
     }
 
     #[test]

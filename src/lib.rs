@@ -159,6 +159,7 @@ mod error;
 mod generator;
 mod id;
 mod layout;
+pub mod lease;
 #[cfg(feature = "serde")]
 pub mod serde;
 mod sync;

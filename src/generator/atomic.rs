@@ -69,7 +69,7 @@ impl<C: Clock> Raw<C> for Atomic {
         let now = core.layout().units_since_epoch(now_nanos);
         // A compare-and-swap loop, so a refusal consumes nothing.
         self.ticks
-            .try_take(&core.rules, count, now)
+            .try_take(&core.rules, count, now, core.cap())
             .map_err(|refusal| (refusal, now_nanos))
     }
 

@@ -2,17 +2,20 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use super::front::{Generator, Settings, Start};
 use super::{AtomicGenerator, IdGenerator, MutexGenerator, Strategy, Ticker, TickerGenerator};
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
+use crate::lease::{self, LeaseSettings, Registry};
 
 /// Configures and builds a generator of any strategy.
 ///
 /// Defaults: [`Layout::TWITTER`], worker 0, [`SystemClock`], `max_lead` 0,
-/// `max_wait` one second, nothing to resume after.
+/// `max_wait` one second, nothing to resume after, no lease.
 ///
 /// # Examples
 ///
@@ -50,6 +53,47 @@ impl Default for Builder<SystemClock> {
     }
 }
 
+impl<C: Clock + Clone + 'static> Builder<C> {
+    /// Leases the worker id from `registry`, among the generators of
+    /// `namespace`, instead of taking it from [`worker`](Self::worker).
+    ///
+    /// Building acquires a free id (waiting for the previous holder's fence if
+    /// this clock is behind it, up to `max_wait`) and starts a thread that
+    /// renews it; dropping the generator releases it. The
+    /// [`lease`](crate::lease) module explains how fences keep two holders of
+    /// one id from ever issuing the same ID. Use one namespace per layout, and
+    /// one TTL per namespace.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "postgres")] {
+    /// use std::time::Duration;
+    /// use flakegen::{Builder, IdGenerator, lease::PostgresRegistry};
+    ///
+    /// let registry = PostgresRegistry::new("postgres://app:secret@db.internal/app")?;
+    /// let generator = Builder::new()
+    ///     .lease(registry, "orders")
+    ///     .lease_ttl(Duration::from_secs(5))
+    ///     .build_ticker()?;
+    /// println!("worker {} until {:?}", generator.worker(), generator.lease().unwrap().fence);
+    /// # }
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub fn lease(mut self, registry: impl Registry, namespace: impl Into<String>) -> Self {
+        let clock: Arc<dyn Clock> = Arc::new(self.settings.clock.clone());
+        self.settings.lease = Some(LeaseSettings {
+            registry: Arc::new(registry),
+            namespace: namespace.into(),
+            ttl: lease::DEFAULT_TTL,
+            renew_every: None,
+            skew: lease::DEFAULT_SKEW,
+            clock: Some(clock),
+        });
+        self
+    }
+}
+
 impl<C: Clock> Builder<C> {
     /// The bit layout of the IDs.
     pub fn layout(mut self, layout: Layout) -> Self {
@@ -59,13 +103,14 @@ impl<C: Clock> Builder<C> {
 
     /// This generator's worker id, unique among the generators that run at the
     /// same time with the same layout (see [Caveats](crate#caveats)). Checked
-    /// against the layout when building.
+    /// against the layout when building. Not with [`lease`](Self::lease),
+    /// which chooses the worker id.
     pub fn worker(mut self, worker: u64) -> Self {
-        self.settings.worker = worker;
+        self.settings.worker = Some(worker);
         self
     }
 
-    /// The clock to read time from.
+    /// The clock to read time from. Set it before [`lease`](Self::lease).
     pub fn clock<D: Clock>(self, clock: D) -> Builder<D> {
         let Settings {
             layout,
@@ -74,6 +119,7 @@ impl<C: Clock> Builder<C> {
             max_lead,
             max_wait,
             resume_after,
+            lease,
         } = self.settings;
         Builder {
             settings: Settings {
@@ -83,6 +129,11 @@ impl<C: Clock> Builder<C> {
                 max_lead,
                 max_wait,
                 resume_after,
+                // The lease's keeper must read the new clock: building says so.
+                lease: lease.map(|lease| LeaseSettings {
+                    clock: None,
+                    ..lease
+                }),
             },
         }
     }
@@ -126,6 +177,35 @@ impl<C: Clock> Builder<C> {
         self
     }
 
+    /// The lease's time to live: how long the registry keeps the worker id for
+    /// this generator without a renewal, and how far its fence leads its clock.
+    /// Default: 10 s. See [Choosing a TTL](crate::lease#choosing-a-ttl).
+    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
+        if let Some(lease) = &mut self.settings.lease {
+            lease.ttl = ttl;
+        }
+        self
+    }
+
+    /// How often the lease is renewed. Default: a third of the TTL; at most half.
+    pub fn lease_renew_every(mut self, every: Duration) -> Self {
+        if let Some(lease) = &mut self.settings.lease {
+            lease.renew_every = Some(every);
+        }
+        self
+    }
+
+    /// How far this host's clock may disagree with the registry server's,
+    /// which matters only for ids the registry has no record of (see
+    /// [A registry that loses its data](crate::lease#a-registry-that-loses-its-data)).
+    /// Default: 2 s.
+    pub fn lease_skew(mut self, skew: Duration) -> Self {
+        if let Some(lease) = &mut self.settings.lease {
+            lease.skew = skew;
+        }
+        self
+    }
+
     fn build_raw<R: Start<C>>(self) -> Result<Generator<R, C>, BuildError> {
         Generator::from_settings(self.settings)
     }
@@ -138,7 +218,10 @@ impl<C: Clock> Builder<C> {
     /// layout; [`BuildError::EpochInFuture`] when the clock reads earlier than
     /// the layout's epoch; [`BuildError::ResumeAfterOtherLayout`] or
     /// [`BuildError::ResumeAfterExhausted`] when the `resume_after` ID does not
-    /// belong to the layout or leaves no room.
+    /// belong to the layout or leaves no room. With a lease:
+    /// [`BuildError::WorkerAndLease`], [`BuildError::InvalidLease`],
+    /// [`BuildError::Lease`] when the registry fails or has no free id, and
+    /// [`BuildError::FenceAhead`].
     pub fn build_atomic(self) -> Result<AtomicGenerator<C>, BuildError> {
         self.build_raw()
     }

@@ -9,6 +9,7 @@
 //! strategy `R`, in `atomic.rs`, `mutex.rs` and `ticker.rs`.
 
 use core::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::IdGenerator;
@@ -18,6 +19,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{BuildError, IssueError, unix_millis};
 use crate::id::Snowflake;
 use crate::layout::Layout;
+use crate::lease::{Fence, Keeper, LeaseSettings, LeaseStatus};
 
 /// A Snowflake generator: the one implementation of [`IdGenerator`], over a
 /// strategy `R` that says how concurrent callers synchronise and a [`Clock`] `C`.
@@ -40,7 +42,7 @@ use crate::layout::Layout;
 /// assert_eq!(mutex.worker(), 2);
 /// # Ok::<(), flakegen::Error>(())
 /// ```
-pub struct Generator<R, C = SystemClock> {
+pub struct Generator<R: Raw<C>, C: Clock = SystemClock> {
     raw: R,
     core: Core<C>,
 }
@@ -55,17 +57,22 @@ pub struct Core<C> {
     /// The longest a call waits for the clock, in ns; never below one unit,
     /// so waiting out a used-up unit is never refused.
     max_wait_nanos: u64,
+    /// The lease's fence, which caps the ticks issued; no cap without a lease.
+    fence: Arc<Fence>,
+    keeper: Option<Keeper>,
 }
 
 /// A generator's settings as the builder collects them, before validation.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings<C> {
     pub(crate) layout: Layout,
-    pub(crate) worker: u64,
+    /// `None`: worker 0, or the lease's.
+    pub(crate) worker: Option<u64>,
     pub(crate) clock: C,
     pub(crate) max_lead: Duration,
     pub(crate) max_wait: Duration,
     pub(crate) resume_after: Option<Snowflake>,
+    pub(crate) lease: Option<LeaseSettings>,
 }
 
 /// The default of [`Builder::max_wait`](crate::Builder::max_wait).
@@ -75,11 +82,12 @@ impl Settings<SystemClock> {
     pub(crate) const fn new() -> Self {
         Settings {
             layout: Layout::TWITTER,
-            worker: 0,
+            worker: None,
             clock: SystemClock,
             max_lead: Duration::ZERO,
             max_wait: DEFAULT_MAX_WAIT,
             resume_after: None,
+            lease: None,
         }
     }
 }
@@ -135,7 +143,8 @@ mod sealed {
 }
 
 impl<C: Clock> Core<C> {
-    /// Validates `settings`; returns the core and the tick to count on from.
+    /// Validates `settings` (and acquires the lease, if any); returns the
+    /// core and the tick to count on from.
     fn new(settings: Settings<C>) -> Result<(Core<C>, u64), BuildError> {
         let Settings {
             layout,
@@ -144,8 +153,9 @@ impl<C: Clock> Core<C> {
             max_lead,
             max_wait,
             resume_after,
+            lease,
         } = settings;
-        if worker > layout.max_worker() {
+        if let Some(worker) = worker.filter(|&w| w > layout.max_worker()) {
             return Err(BuildError::WorkerOutOfRange {
                 worker,
                 max: layout.max_worker(),
@@ -159,30 +169,34 @@ impl<C: Clock> Core<C> {
             });
         }
         let unit_nanos = layout.unit().as_nanos();
+        let max_wait_nanos =
+            u64::try_from(max_wait.as_nanos().max(unit_nanos)).unwrap_or(u64::MAX);
         let lead_units = u64::try_from(max_lead.as_nanos() / unit_nanos).unwrap_or(u64::MAX);
         let rules = TickRules::new(layout, lead_units);
-        let last = match resume_after {
-            None => 0,
-            Some(id) => {
-                let fields = layout
-                    .decode(id)
-                    .map_err(BuildError::ResumeAfterOtherLayout)?;
-                let last = if fields.worker == worker {
-                    layout.tick_of(fields)
-                } else {
-                    // Any ID of ours in that unit could sort below `id`: skip the
-                    // unit. (Not `rules.floor`, which clamps to the last unit.)
-                    layout.first_tick(fields.timestamp + 1) - 1
-                };
-                if last >= rules.max_tick() {
-                    return Err(BuildError::ResumeAfterExhausted {
-                        end_unix_millis: unix_millis(layout.exhausted_at()),
-                    });
-                }
-                last
+        let resume_after = resume_after
+            .map(|id| layout.decode(id).map_err(BuildError::ResumeAfterOtherLayout))
+            .transpose()?;
+        let (worker, lease_last, fence, keeper) = match (worker, lease) {
+            (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),
+            (worker, None) => (worker.unwrap_or(0), 0, Arc::new(Fence::none()), None),
+            (None, Some(lease)) => {
+                let acquired = lease.acquire(&layout, max_lead, max_wait_nanos)?;
+                (
+                    acquired.worker,
+                    acquired.last_tick,
+                    acquired.fence,
+                    Some(acquired.keeper),
+                )
             }
         };
-        let max_wait_nanos = u64::try_from(max_wait.as_nanos().max(unit_nanos)).unwrap_or(u64::MAX);
+        let resume_last = match resume_after {
+            None => 0,
+            Some(fields) if fields.worker == worker => layout.tick_of(fields),
+            // Any ID of ours in that unit could sort below `id`: skip the
+            // unit. (Not `rules.floor`, which clamps to the last unit.)
+            Some(fields) => layout.first_tick(fields.timestamp + 1) - 1,
+        };
+        let last = resume_last.max(lease_last);
         let core = Core {
             clock,
             rules,
@@ -190,7 +204,15 @@ impl<C: Clock> Core<C> {
             worker,
             worker_field: layout.worker_field(worker),
             max_wait_nanos,
+            fence,
+            keeper,
         };
+        if last >= rules.max_tick() {
+            // Dropping `core` gives the lease back, if any.
+            return Err(BuildError::ResumeAfterExhausted {
+                end_unix_millis: unix_millis(layout.exhausted_at()),
+            });
+        }
         Ok((core, last))
     }
 
@@ -232,11 +254,20 @@ impl<C: Clock> Core<C> {
         }
     }
 
-    /// The error for a non-blocking call refused at clock reading `now_nanos`.
+    /// The first tick that may not be issued: the lease's fence.
+    #[inline]
+    pub(crate) fn cap(&self) -> u64 {
+        self.fence.cap()
+    }
+
+    /// The error for a call refused at clock reading `now_nanos`.
     #[cold]
     fn refusal_error(&self, refusal: Refusal, now_nanos: u64) -> IssueError {
         match refusal {
             Refusal::Exhausted => self.exhausted(),
+            Refusal::Fenced => IssueError::LeaseLost {
+                fence_unix_millis: self.fence.unix_ms(),
+            },
             Refusal::WaitUntil(unit) => match self.wait_for(unit, now_nanos) {
                 Ok(wait_nanos) => IssueError::WouldBlock { wait_nanos },
                 Err(behind) => behind,
@@ -281,7 +312,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     #[inline]
     fn issue(&self, count: u64) -> Result<u64, IssueError> {
         match self.raw.reserve(&self.core, count) {
-            Ok(r) if r.first + (count - 1) < r.limit => Ok(r.first),
+            Ok(r) if r.first + (count - 1) < r.limit.min(self.core.cap()) => Ok(r.first),
             Ok(r) => self.settle(r.first, r.first + (count - 1), r.now),
             Err(_) => Err(self.core.exhausted()),
         }
@@ -292,11 +323,13 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     #[cold]
     #[inline(never)]
     fn settle(&self, first: u64, end: u64, now: u64) -> Result<u64, IssueError> {
-        match self.core.rules.verdict(end, now) {
+        match self.core.rules.verdict(end, now, self.core.cap()) {
             // The clock moved on between the raw strategy's reads.
             Ok(()) => Ok(first),
             // The ticks stay reserved and are never issued: a gap, never a repeat.
-            Err(Refusal::Exhausted) => Err(self.core.exhausted()),
+            Err(refusal @ (Refusal::Exhausted | Refusal::Fenced)) => {
+                Err(self.core.refusal_error(refusal, 0))
+            }
             Err(Refusal::WaitUntil(unit)) => {
                 self.core.wait_for(unit, self.core.clock.unix_nanos())?;
                 // The ticks are ours; hand them out once the clock allows.
@@ -313,6 +346,24 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     }
 }
 
+impl<R: Raw<C>, C: Clock> Generator<R, C> {
+    /// The state of the generator's worker-id lease; `None` if it was given
+    /// its worker id directly. See [`lease`](crate::lease).
+    pub fn lease(&self) -> Option<LeaseStatus> {
+        self.core.keeper.as_ref().map(Keeper::status)
+    }
+}
+
+impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
+    /// Gives the lease back, if any, with its fence lowered to the unit after
+    /// the last tick this generator reserved (see [`lease`](crate::lease)).
+    fn drop(&mut self) {
+        if let Some(keeper) = self.core.keeper.take() {
+            keeper.release(self.raw.last_issued());
+        }
+    }
+}
+
 impl<R: Start<SystemClock>> Generator<R, SystemClock> {
     /// A generator for `worker` with the defaults of [`Builder`](crate::Builder).
     ///
@@ -322,7 +373,7 @@ impl<R: Start<SystemClock>> Generator<R, SystemClock> {
     /// for the ticker, [`BuildError::TickerSpawn`]).
     pub fn new(worker: u64) -> Result<Self, BuildError> {
         Self::from_settings(Settings {
-            worker,
+            worker: Some(worker),
             ..Settings::new()
         })
     }

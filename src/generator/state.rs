@@ -33,6 +33,8 @@ pub enum Refusal {
     WaitUntil(u64),
     /// Their timestamp no longer fits the layout.
     Exhausted,
+    /// They are at or past the cap: the lease's fence.
+    Fenced,
 }
 
 impl TickRules {
@@ -76,11 +78,17 @@ impl TickRules {
         }
     }
 
-    /// Whether ticks up to `end` may be issued when the clock reads unit `now`.
+    /// Whether ticks up to `end` may be issued when the clock reads unit `now`
+    /// and nothing at or past `cap` may be issued (a lease's fence; `u64::MAX`
+    /// for none). With the cap, `end < limit(now).min(cap)` is the same
+    /// verdict in one compare.
     #[inline]
-    pub(crate) const fn verdict(&self, end: u64, now: u64) -> Result<(), Refusal> {
+    pub(crate) const fn verdict(&self, end: u64, now: u64, cap: u64) -> Result<(), Refusal> {
         if end > self.max_tick() {
             return Err(Refusal::Exhausted);
+        }
+        if end >= cap {
+            return Err(Refusal::Fenced);
         }
         let ready_at = self.layout.unit_of_tick(end).saturating_sub(self.max_lead);
         if ready_at > now {
@@ -184,14 +192,20 @@ impl TickCounter {
         }
     }
 
-    /// Takes `count` ticks only if `rules` allow issuing them at `now`; never
-    /// moves the counter otherwise. Returns the first tick, or why not.
-    pub(crate) fn try_take(&self, rules: &TickRules, count: u64, now: u64) -> Result<u64, Refusal> {
+    /// Takes `count` ticks only if `rules` allow issuing them at `now` below
+    /// `cap`; never moves the counter otherwise. Returns the first tick, or why not.
+    pub(crate) fn try_take(
+        &self,
+        rules: &TickRules,
+        count: u64,
+        now: u64,
+        cap: u64,
+    ) -> Result<u64, Refusal> {
         // Relaxed: a stale value only makes the first compare_exchange fail.
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
             let (first, end) = rules.reserve(last, now, count).ok_or(Refusal::Exhausted)?;
-            rules.verdict(end, now)?;
+            rules.verdict(end, now, cap)?;
             // Relaxed: as in `take`; on failure the value only seeds the next attempt.
             match self
                 .last
@@ -215,6 +229,8 @@ impl TickCounter {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    const NO_CAP: u64 = u64::MAX;
 
     /// 2 sequence bits: 4 ticks per unit, 10 bits of units.
     fn narrow() -> Layout {
@@ -242,36 +258,51 @@ mod tests {
     fn borrows_the_next_unit_and_holds_it_back() {
         let r = rules(0);
         assert_eq!(r.reserve(23, 5, 1), Some((24, 24)));
-        assert_eq!(r.verdict(24, 5), Err(Refusal::WaitUntil(6)));
-        assert_eq!(r.verdict(24, 6), Ok(()));
-        assert_eq!(rules(1).verdict(24, 5), Ok(()));
-        assert_eq!(rules(1).verdict(28, 5), Err(Refusal::WaitUntil(6)));
+        assert_eq!(r.verdict(24, 5, NO_CAP), Err(Refusal::WaitUntil(6)));
+        assert_eq!(r.verdict(24, 6, NO_CAP), Ok(()));
+        assert_eq!(rules(1).verdict(24, 5, NO_CAP), Ok(()));
+        assert_eq!(rules(1).verdict(28, 5, NO_CAP), Err(Refusal::WaitUntil(6)));
     }
 
     #[test]
-    fn limit_is_the_verdict_in_one_compare() {
+    fn limit_and_cap_are_the_verdict_in_one_compare() {
         for lead in [0, 1, 3, u64::MAX] {
             let r = rules(lead);
             for now in [0, 1, 5, 1000, 1022, 1023, 1024, u64::MAX] {
-                for end in (0..r.max_tick() + 3)
-                    .step_by(3)
-                    .chain([r.max_tick(), r.max_tick() + 1])
-                {
-                    assert_eq!(
-                        end < r.limit(now),
-                        r.verdict(end, now).is_ok(),
-                        "lead {lead} now {now} end {end}"
-                    );
+                for cap in [0, 7, 4000, NO_CAP] {
+                    for end in (0..r.max_tick() + 3)
+                        .step_by(3)
+                        .chain([r.max_tick(), r.max_tick() + 1])
+                    {
+                        assert_eq!(
+                            end < r.limit(now).min(cap),
+                            r.verdict(end, now, cap).is_ok(),
+                            "lead {lead} now {now} cap {cap} end {end}"
+                        );
+                    }
                 }
             }
         }
     }
 
     #[test]
+    fn nothing_at_or_past_the_cap() {
+        let r = rules(3);
+        assert_eq!(r.verdict(19, 5, 20), Ok(()));
+        assert_eq!(r.verdict(20, 5, 20), Err(Refusal::Fenced));
+        // Exhaustion is reported first: it is final, a fence may move.
+        assert_eq!(r.verdict(r.max_tick() + 1, 5, 20), Err(Refusal::Exhausted));
+        let c = TickCounter::new(18);
+        assert_eq!(c.try_take(&r, 3, 4, 20), Err(Refusal::Fenced));
+        assert_eq!(c.last_issued(), 18);
+        assert_eq!(c.try_take(&r, 1, 4, 20), Ok(19));
+    }
+
+    #[test]
     fn never_goes_back_with_the_clock() {
         let r = rules(0);
         assert_eq!(r.reserve(40, 3, 1), Some((41, 41)));
-        assert_eq!(r.verdict(41, 3), Err(Refusal::WaitUntil(10)));
+        assert_eq!(r.verdict(41, 3, NO_CAP), Err(Refusal::WaitUntil(10)));
     }
 
     #[test]
@@ -284,7 +315,7 @@ mod tests {
         assert_eq!(r.reserve(max - 2, 1023, 3), None);
         assert_eq!(r.reserve(0, 5000, 1), Some((1023 << 2, 1023 << 2)));
         assert_eq!(r.floor(1024), 1023 << 2);
-        assert_eq!(r.verdict(max + 1, 2000), Err(Refusal::Exhausted));
+        assert_eq!(r.verdict(max + 1, 2000, NO_CAP), Err(Refusal::Exhausted));
     }
 
     #[test]
@@ -316,12 +347,12 @@ mod tests {
     fn try_take_moves_nothing_when_it_must_wait() {
         let r = rules(0);
         let c = TickCounter::new(23);
-        assert_eq!(c.try_take(&r, 1, 5), Err(Refusal::WaitUntil(6)));
+        assert_eq!(c.try_take(&r, 1, 5, NO_CAP), Err(Refusal::WaitUntil(6)));
         assert_eq!(c.last_issued(), 23);
-        assert_eq!(c.try_take(&r, 1, 6), Ok(24));
-        assert_eq!(c.try_take(&r, 5, 6), Err(Refusal::WaitUntil(7)));
+        assert_eq!(c.try_take(&r, 1, 6, NO_CAP), Ok(24));
+        assert_eq!(c.try_take(&r, 5, 6, NO_CAP), Err(Refusal::WaitUntil(7)));
         let c = TickCounter::new(r.max_tick());
-        assert_eq!(c.try_take(&r, 1, 1 << 20), Err(Refusal::Exhausted));
+        assert_eq!(c.try_take(&r, 1, 1 << 20, NO_CAP), Err(Refusal::Exhausted));
         assert_eq!(c.last_issued(), r.max_tick());
     }
 

@@ -169,7 +169,7 @@ impl<C: Clock> Raw<C> for Ticker {
     fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)> {
         // Relaxed: a stale unit only makes the attempt more conservative.
         let unit = self.published.view.unit.load(Ordering::Relaxed);
-        match self.ticks.try_take(&core.rules, count, unit) {
+        match self.ticks.try_take(&core.rules, count, unit, core.cap()) {
             Err(Refusal::WaitUntil(_)) => {}
             taken => return taken.map_err(|refusal| (refusal, core.clock.unix_nanos())),
         }
@@ -177,7 +177,7 @@ impl<C: Clock> Raw<C> for Ticker {
         let now_nanos = self.refresh(core);
         let unit = core.layout().units_since_epoch(now_nanos);
         self.ticks
-            .try_take(&core.rules, count, unit)
+            .try_take(&core.rules, count, unit, core.cap())
             .map_err(|refusal| (refusal, now_nanos))
     }
 
