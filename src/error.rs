@@ -191,8 +191,10 @@ impl fmt::Display for BuildError {
             BuildError::Lease(e) => write!(f, "could not lease a worker id: {e}"),
             BuildError::FenceAhead { worker, wait_nanos } => write!(
                 f,
-                "worker id {worker}'s previous holder issued ids up to {:?} ahead of this clock, \
-                 more than max_wait: check this host's clock, or raise max_wait",
+                "worker id {worker} is fenced {:?} ahead of this clock, more than max_wait: its \
+                 previous holder's clock ran ahead of this one, or the registry restarted or \
+                 lost its data (ids without a record wait one TTL plus the skew allowance); \
+                 retry after that long, check the clocks, or raise max_wait",
                 Duration::from_nanos(*wait_nanos)
             ),
         }

@@ -169,12 +169,15 @@ impl<C: Clock> Core<C> {
             });
         }
         let unit_nanos = layout.unit().as_nanos();
-        let max_wait_nanos =
-            u64::try_from(max_wait.as_nanos().max(unit_nanos)).unwrap_or(u64::MAX);
+        let max_wait_nanos = u64::try_from(max_wait.as_nanos().max(unit_nanos)).unwrap_or(u64::MAX);
         let lead_units = u64::try_from(max_lead.as_nanos() / unit_nanos).unwrap_or(u64::MAX);
         let rules = TickRules::new(layout, lead_units);
         let resume_after = resume_after
-            .map(|id| layout.decode(id).map_err(BuildError::ResumeAfterOtherLayout))
+            .map(|id| {
+                layout
+                    .decode(id)
+                    .map_err(BuildError::ResumeAfterOtherLayout)
+            })
             .transpose()?;
         let (worker, lease_last, fence, keeper) = match (worker, lease) {
             (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),

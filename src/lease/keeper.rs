@@ -119,7 +119,8 @@ impl Fence {
     fn confirm(&self, layout: &Layout, unix_ms: u64) {
         // Relaxed: see `cap`.
         self.unix_ms.fetch_max(unix_ms, Ordering::Relaxed);
-        self.cap.fetch_max(cap_of(layout, unix_ms), Ordering::Relaxed);
+        self.cap
+            .fetch_max(cap_of(layout, unix_ms), Ordering::Relaxed);
     }
 }
 
@@ -180,7 +181,11 @@ struct Status {
 
 impl LeaseSettings {
     /// Checks the settings against the layout and the generator's lead.
-    fn check(&self, layout: &Layout, max_lead: Duration) -> Result<(Arc<dyn Clock>, Duration), BuildError> {
+    fn check(
+        &self,
+        layout: &Layout,
+        max_lead: Duration,
+    ) -> Result<(Arc<dyn Clock>, Duration), BuildError> {
         let invalid = |reason: String| Err(BuildError::InvalidLease { reason });
         let Some(clock) = self.clock.clone() else {
             return invalid(
@@ -252,15 +257,15 @@ impl LeaseSettings {
         };
 
         // Nothing at or past the previous fence belongs to the previous holder.
-        let start = layout.first_unit_at_or_after(
-            grant.previous_fence_unix_ms.saturating_mul(NANOS_PER_MILLI),
-        );
+        let start = layout
+            .first_unit_at_or_after(grant.previous_fence_unix_ms.saturating_mul(NANOS_PER_MILLI));
         if start > layout.max_timestamp() {
             return give_back(BuildError::ResumeAfterExhausted {
                 end_unix_millis: crate::error::unix_millis(layout.exhausted_at()),
             });
         }
-        let lead_units = u64::try_from(max_lead.as_nanos() / layout.unit().as_nanos()).unwrap_or(u64::MAX);
+        let lead_units =
+            u64::try_from(max_lead.as_nanos() / layout.unit().as_nanos()).unwrap_or(u64::MAX);
         let ready_at = layout.unit_start_nanos(start.saturating_sub(lead_units));
         let wait_nanos = ready_at.saturating_sub(now_nanos);
         let fence = Arc::new(Fence::at(layout, grant.fence_unix_ms));

@@ -130,7 +130,12 @@ pub trait Registry: Send + Sync + 'static {
     ///
     /// [`LeaseError::Lost`] when the record names another holder (or none),
     /// and the connection errors.
-    fn renew(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64, ttl: Duration) -> Result<u64, LeaseError>;
+    fn renew(
+        &self,
+        lease: &LeaseKey<'_>,
+        fence_unix_ms: u64,
+        ttl: Duration,
+    ) -> Result<u64, LeaseError>;
 
     /// Gives `lease` up and lowers its fence to `fence_unix_ms` if that is
     /// lower. Does nothing if `lease.holder` no longer holds it.
@@ -145,7 +150,12 @@ impl<R: Registry + ?Sized> Registry for Arc<R> {
     fn acquire(&self, request: &AcquireRequest<'_>) -> Result<Grant, LeaseError> {
         (**self).acquire(request)
     }
-    fn renew(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64, ttl: Duration) -> Result<u64, LeaseError> {
+    fn renew(
+        &self,
+        lease: &LeaseKey<'_>,
+        fence_unix_ms: u64,
+        ttl: Duration,
+    ) -> Result<u64, LeaseError> {
         (**self).renew(lease, fence_unix_ms, ttl)
     }
     fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError> {
@@ -157,7 +167,12 @@ impl<R: Registry + ?Sized> Registry for Box<R> {
     fn acquire(&self, request: &AcquireRequest<'_>) -> Result<Grant, LeaseError> {
         (**self).acquire(request)
     }
-    fn renew(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64, ttl: Duration) -> Result<u64, LeaseError> {
+    fn renew(
+        &self,
+        lease: &LeaseKey<'_>,
+        fence_unix_ms: u64,
+        ttl: Duration,
+    ) -> Result<u64, LeaseError> {
         (**self).renew(lease, fence_unix_ms, ttl)
     }
     fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError> {
@@ -336,7 +351,10 @@ impl fmt::Display for LeaseError {
                  remove it, or use another namespace"
             ),
             LeaseError::Server { address, source } => {
-                write!(f, "lease registry at {address} answered with an error: {source}")
+                write!(
+                    f,
+                    "lease registry at {address} answered with an error: {source}"
+                )
             }
         }
     }
@@ -359,10 +377,131 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), LeaseError> {
         "it is empty"
     } else if namespace.len() > 200 {
         "it is longer than 200 bytes"
-    } else if namespace.chars().any(|c| c.is_control() || c == '{' || c == '}') {
+    } else if namespace
+        .chars()
+        .any(|c| c.is_control() || c == '{' || c == '}')
+    {
         "it holds a control character or a brace"
     } else {
         return Ok(());
     };
     Err(LeaseError::InvalidNamespace { reason })
+}
+
+/// One worker id's record, as a backend read it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Record {
+    /// Whether someone holds it: a holder, and an expiry after the server's now.
+    pub(crate) held: bool,
+    pub(crate) fence_unix_ms: u64,
+}
+
+/// The choice [`Registry::acquire`] makes, for backends that make it in Rust:
+/// among ids `0..request.workers`, the free one whose fence has passed on the
+/// holder's clock, else the free one with the earliest fence; ties go to the
+/// lowest id. `record(worker)` is `None` for an id with no record, which is
+/// fenced at `unknown_fence_unix_ms`. Returns the grant, or how many are held.
+pub(crate) fn choose(
+    request: &AcquireRequest<'_>,
+    unknown_fence_unix_ms: u64,
+    mut record: impl FnMut(u64) -> Option<Record>,
+) -> Result<Grant, u64> {
+    let mut best: Option<(bool, u64, u64)> = None; // (fence not yet passed, fence, worker)
+    let mut held = 0u64;
+    for worker in 0..request.workers {
+        let fence = match record(worker) {
+            Some(Record { held: true, .. }) => {
+                held += 1;
+                continue;
+            }
+            Some(record) => record.fence_unix_ms,
+            None => unknown_fence_unix_ms,
+        };
+        let candidate = (fence > request.now_unix_ms, fence, worker);
+        if best.is_none_or(|best| candidate < best) {
+            best = Some(candidate);
+        }
+    }
+    let (_, previous, worker) = best.ok_or(held)?;
+    Ok(Grant {
+        worker,
+        previous_fence_unix_ms: previous,
+        fence_unix_ms: previous.max(request.fence_unix_ms),
+    })
+}
+
+/// Where an id with no record is fenced: a TTL and the skew allowance past
+/// the namespace's marker.
+pub(crate) fn unknown_fence(marker_unix_ms: u64, request: &AcquireRequest<'_>) -> u64 {
+    let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    marker_unix_ms
+        .saturating_add(millis(request.ttl))
+        .saturating_add(millis(request.skew))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(now: u64) -> AcquireRequest<'static> {
+        AcquireRequest {
+            namespace: "n",
+            workers: 4,
+            holder: "me",
+            ttl: Duration::from_secs(10),
+            fence_unix_ms: now + 10_000,
+            now_unix_ms: now,
+            skew: Duration::from_secs(2),
+        }
+    }
+
+    #[test]
+    fn prefers_a_passed_fence_then_the_earliest() {
+        let records = [
+            Some(Record {
+                held: true,
+                fence_unix_ms: 1,
+            }),
+            Some(Record {
+                held: false,
+                fence_unix_ms: 5_000,
+            }),
+            Some(Record {
+                held: false,
+                fence_unix_ms: 900,
+            }),
+            None,
+        ];
+        let grant = choose(&request(1_000), 99_999, |w| records[w as usize]).unwrap();
+        assert_eq!((grant.worker, grant.previous_fence_unix_ms), (2, 900));
+        assert_eq!(grant.fence_unix_ms, 11_000);
+        // Nothing has passed: the earliest fence, even the unknown id's.
+        let grant = choose(&request(100), 4_000, |w| records[w as usize]).unwrap();
+        assert_eq!((grant.worker, grant.previous_fence_unix_ms), (2, 900));
+        let grant = choose(&request(100), 500, |w| records[w as usize]).unwrap();
+        assert_eq!((grant.worker, grant.previous_fence_unix_ms), (3, 500));
+    }
+
+    #[test]
+    fn a_fence_ahead_of_the_asked_one_is_kept() {
+        let grant = choose(&request(0), 50_000, |_| None).unwrap();
+        assert_eq!(grant.fence_unix_ms, 50_000);
+    }
+
+    #[test]
+    fn counts_the_held_when_none_is_free() {
+        let held = Some(Record {
+            held: true,
+            fence_unix_ms: 0,
+        });
+        assert_eq!(choose(&request(0), 0, |_| held), Err(4));
+    }
+
+    #[test]
+    fn namespaces_that_cannot_be_keys_are_refused() {
+        assert!(check_namespace("orders").is_ok());
+        for bad in ["", "a{b}", "tab\there", &"x".repeat(201)] {
+            assert!(check_namespace(bad).is_err(), "{bad:?}");
+        }
+    }
 }
