@@ -53,7 +53,7 @@ pub enum IssueError {
     },
     /// The generator's worker-id lease could not be renewed, and it has
     /// issued everything below its fence: issuing more could repeat another
-    /// holder's IDs. See [`Generator::lease`](crate::Generator::lease) for why.
+    /// holder's IDs. See [`IdGenerator::lease`](crate::IdGenerator::lease) for why.
     LeaseLost {
         /// The fence reached, in ms since 1970.
         fence_unix_millis: u64,

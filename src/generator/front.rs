@@ -349,14 +349,6 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     }
 }
 
-impl<R: Raw<C>, C: Clock> Generator<R, C> {
-    /// The state of the generator's worker-id lease; `None` if it was given
-    /// its worker id directly. See [`lease`](crate::lease).
-    pub fn lease(&self) -> Option<LeaseStatus> {
-        self.core.keeper.as_ref().map(Keeper::status)
-    }
-}
-
 impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
     /// Gives the lease back, if any, with its fence lowered to the unit after
     /// the last tick this generator reserved (see [`lease`](crate::lease)).
@@ -415,6 +407,10 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     fn worker(&self) -> u64 {
         self.core.worker
+    }
+
+    fn lease(&self) -> Option<LeaseStatus> {
+        self.core.keeper.as_ref().map(Keeper::status)
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::error::IssueError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
+use crate::lease::LeaseStatus;
 
 mod atomic;
 mod builder;
@@ -98,6 +99,12 @@ pub trait IdGenerator: Send + Sync {
 
     /// The worker id in every ID issued.
     fn worker(&self) -> u64;
+
+    /// Where the generator's worker-id lease stands (see [`lease`](crate::lease)),
+    /// or `None` if it was given its worker id directly.
+    fn lease(&self) -> Option<LeaseStatus> {
+        None
+    }
 }
 
 macro_rules! forward_id_generator {
@@ -124,6 +131,9 @@ macro_rules! forward_id_generator {
             }
             fn worker(&self) -> u64 {
                 (**self).worker()
+            }
+            fn lease(&self) -> Option<LeaseStatus> {
+                (**self).lease()
             }
         }
     )*};

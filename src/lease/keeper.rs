@@ -59,7 +59,7 @@ pub enum LeaseState {
     Lost,
 }
 
-/// A leased generator's lease: [`Generator::lease`](crate::Generator::lease).
+/// A leased generator's lease: [`IdGenerator::lease`](crate::IdGenerator::lease).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeaseStatus {
@@ -268,13 +268,26 @@ impl LeaseSettings {
             u64::try_from(max_lead.as_nanos() / layout.unit().as_nanos()).unwrap_or(u64::MAX);
         let ready_at = layout.unit_start_nanos(start.saturating_sub(lead_units));
         let wait_nanos = ready_at.saturating_sub(now_nanos);
-        let fence = Arc::new(Fence::at(layout, grant.fence_unix_ms));
-        if wait_nanos > max_wait_nanos || layout.first_tick(start) >= fence.cap() {
+        if wait_nanos > max_wait_nanos {
             return give_back(BuildError::FenceAhead {
                 worker: grant.worker,
                 wait_nanos,
             });
         }
+        // The fence must lead where this holder starts, not just its clock: if
+        // the previous fence is ahead of the clock, ask for a TTL past it.
+        let start_ms = grant.previous_fence_unix_ms.max(now_ms);
+        let mut fence_ms = grant.fence_unix_ms;
+        if fence_ms < start_ms.saturating_add(ttl_ms) {
+            fence_ms = match self
+                .registry
+                .renew(&key, start_ms.saturating_add(ttl_ms), self.ttl)
+            {
+                Ok(fence_ms) => fence_ms,
+                Err(e) => return give_back(BuildError::Lease(e)),
+            };
+        }
+        let fence = Arc::new(Fence::at(layout, fence_ms));
 
         let shared = Arc::new(Shared {
             registry: self.registry,

@@ -131,25 +131,23 @@ impl PostgresRegistry {
 
     fn error(&self, e: postgres::Error) -> LeaseError {
         let address = self.address.clone();
-        match e.code() {
-            Some(code)
-                if *code == SqlState::INVALID_PASSWORD
-                    || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION =>
-            {
-                LeaseError::Unauthorized {
-                    address,
-                    source: Box::new(e),
-                }
-            }
-            Some(_) => LeaseError::Server {
-                address,
-                source: Box::new(e),
-            },
+        // The server's own words ("password authentication failed for user
+        // ..."), not the client's "db error".
+        let Some(db) = e.as_db_error() else {
             // No SQLSTATE: the connection itself failed.
-            None => LeaseError::Unreachable {
+            return LeaseError::Unreachable {
                 address,
                 source: Box::new(e),
-            },
+            };
+        };
+        let source = Box::new(db.clone());
+        let code = db.code();
+        if *code == SqlState::INVALID_PASSWORD
+            || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+        {
+            LeaseError::Unauthorized { address, source }
+        } else {
+            LeaseError::Server { address, source }
         }
     }
 }

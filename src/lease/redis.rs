@@ -78,7 +78,7 @@ const ACQUIRE: &str = concat!(
 local marker = redis.call('GET', KEYS[1])
 if marker then
   marker = tonumber(marker)
-  if not marker then return redis.error_reply('flakegen corrupt: marker ' .. KEYS[1]) end
+  if not marker then return redis.error_reply('FLAKEGEN_CORRUPT marker ' .. KEYS[1]) end
 else
   -- Data vanishes on a restart: the server's start is when it began.
   local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
@@ -94,12 +94,12 @@ for w = 0, workers - 1 do
   local r = redis.call('HMGET', key, 'holder', 'expires', 'fence')
   local f, free
   if not r[3] then
-    if r[1] or r[2] then return redis.error_reply('flakegen corrupt: no fence in ' .. key) end
+    if r[1] or r[2] then return redis.error_reply('FLAKEGEN_CORRUPT no fence in ' .. key) end
     f, free = unknown, true
   else
     f = tonumber(r[3])
     local e = tonumber(r[2] or '0')
-    if not f or not e then return redis.error_reply('flakegen corrupt: ' .. key) end
+    if not f or not e then return redis.error_reply('FLAKEGEN_CORRUPT ' .. key) end
     free = (not r[1]) or r[1] == '' or e <= now
   end
   if free then
@@ -126,7 +126,7 @@ local key = ARGV[1]
 local r = redis.call('HMGET', key, 'holder', 'expires', 'fence')
 local ttl, fence = tonumber(ARGV[3]), tonumber(ARGV[4])
 if not r[3] then
-  if r[1] or r[2] then return redis.error_reply('flakegen corrupt: no fence in ' .. key) end
+  if r[1] or r[2] then return redis.error_reply('FLAKEGEN_CORRUPT no fence in ' .. key) end
   -- Redis lost the record, and nobody has taken the id since (that would
   -- have written one): it is still ours.
   redis.call('HSET', key, 'holder', ARGV[2], 'expires', now + ttl, 'fence', fence)
@@ -134,7 +134,7 @@ if not r[3] then
 end
 if r[1] ~= ARGV[2] then return {'lost'} end
 local f = tonumber(r[3])
-if not f then return redis.error_reply('flakegen corrupt: ' .. key) end
+if not f then return redis.error_reply('FLAKEGEN_CORRUPT ' .. key) end
 local renewed = math.max(f, fence)
 redis.call('HSET', key, 'expires', now + ttl, 'fence', renewed)
 return {'renewed', renewed}
@@ -147,7 +147,7 @@ local key = ARGV[1]
 local r = redis.call('HMGET', key, 'holder', 'fence')
 if r[1] ~= ARGV[2] then return 0 end
 local f = tonumber(r[2])
-if not f then return redis.error_reply('flakegen corrupt: ' .. key) end
+if not f then return redis.error_reply('FLAKEGEN_CORRUPT ' .. key) end
 redis.call('HSET', key, 'holder', '', 'expires', 0, 'fence', math.min(f, tonumber(ARGV[3])))
 return 1
 "#;
@@ -218,10 +218,10 @@ impl RedisRegistry {
                 source: Box::new(e),
             };
         }
-        if let Some(detail) = e.detail().filter(|d| d.starts_with("flakegen corrupt")) {
+        if e.code() == Some("FLAKEGEN_CORRUPT") {
             return LeaseError::Corrupt {
                 address,
-                detail: detail.to_owned(),
+                detail: e.detail().unwrap_or("a record").to_owned(),
             };
         }
         if e.is_io_error()
