@@ -389,6 +389,7 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), LeaseError> {
 }
 
 /// One worker id's record, as a backend read it.
+#[cfg(any(feature = "postgres", test))]
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Record {
     /// Whether someone holds it: a holder, and an expiry after the server's now.
@@ -401,6 +402,8 @@ pub(crate) struct Record {
 /// holder's clock, else the free one with the earliest fence; ties go to the
 /// lowest id. `record(worker)` is `None` for an id with no record, which is
 /// fenced at `unknown_fence_unix_ms`. Returns the grant, or how many are held.
+/// (The Redis backend makes the same choice in Lua.)
+#[cfg(any(feature = "postgres", test))]
 pub(crate) fn choose(
     request: &AcquireRequest<'_>,
     unknown_fence_unix_ms: u64,
@@ -431,7 +434,8 @@ pub(crate) fn choose(
 }
 
 /// Where an id with no record is fenced: a TTL and the skew allowance past
-/// the namespace's marker.
+/// the registry's marker.
+#[cfg(any(feature = "postgres", test))]
 pub(crate) fn unknown_fence(marker_unix_ms: u64, request: &AcquireRequest<'_>) -> u64 {
     let millis = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
     marker_unix_ms
@@ -480,6 +484,12 @@ mod tests {
         assert_eq!((grant.worker, grant.previous_fence_unix_ms), (2, 900));
         let grant = choose(&request(100), 500, |w| records[w as usize]).unwrap();
         assert_eq!((grant.worker, grant.previous_fence_unix_ms), (3, 500));
+    }
+
+    #[test]
+    fn unrecorded_ids_wait_a_ttl_and_the_skew_past_the_marker() {
+        assert_eq!(unknown_fence(1_000, &request(0)), 1_000 + 10_000 + 2_000);
+        assert_eq!(unknown_fence(u64::MAX - 5, &request(0)), u64::MAX);
     }
 
     #[test]
