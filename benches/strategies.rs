@@ -14,7 +14,9 @@
 //! - `no_vdso`: the same with `SyscallClock`, every clock read a system call,
 //!   as under a hypervisor whose clock the vDSO cannot read.
 //! - `mechanism`: a 22-bit sequence, so the clock never limits: the cost of the
-//!   synchronisation itself, beside bare baselines in the same group.
+//!   synchronisation itself, beside bare baselines in the same group; the
+//!   `_leased` variants hold a worker-id lease (from a registry in memory), so
+//!   every call also checks the lease's fence.
 //! - `clocks`: one read of each clock.
 //!
 //! After Criterion, a side report gives IDs per second and CPU cores busy per
@@ -37,6 +39,7 @@ use flakegen::{
     Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
     SyscallClock, SystemClock,
 };
+use support::registry::MemoryRegistry;
 use support::{cpu, environment};
 
 const THREADS: [usize; 3] = [1, 2, 4];
@@ -184,6 +187,25 @@ fn mechanism(c: &mut Criterion) {
     }
     let builder = Builder::new().layout(WIDE);
     strategies(&mut group, "system", builder.clone());
+    // Each leased generator is dropped, releasing the one id, before the next.
+    let leased = Builder::new()
+        .layout(WIDE)
+        .lease(std::sync::Arc::new(MemoryRegistry::default()), "bench");
+    bench_ids(
+        &mut group,
+        "atomic_leased/system",
+        &leased.clone().build_atomic().unwrap(),
+    );
+    bench_ids(
+        &mut group,
+        "mutex_leased/system",
+        &leased.clone().build_mutex().unwrap(),
+    );
+    bench_ids(
+        &mut group,
+        "ticker_leased/system",
+        &leased.build_ticker().unwrap(),
+    );
     let atomic = builder.clone().build_atomic().unwrap();
     let mutex_gen = builder.clone().build_mutex().unwrap();
     let ticker = builder.build_ticker().unwrap();
