@@ -8,10 +8,12 @@ use std::time::{Duration, Instant};
 
 use flakegen::lease::{AcquireRequest, Grant, LeaseError, LeaseKey, Registry};
 
+/// One worker id's lease: its holder, expiry and fence (ms).
+type Record = (Option<String>, Instant, u64);
+
 #[derive(Default)]
 pub struct MemoryRegistry {
-    /// (namespace, worker) -> (holder, expiry, fence ms)
-    records: Mutex<HashMap<(String, u64), (Option<String>, Instant, u64)>>,
+    records: Mutex<HashMap<(String, u64), Record>>,
 }
 
 impl Registry for MemoryRegistry {
