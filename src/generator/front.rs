@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use super::IdGenerator;
 use super::state::{Refusal, TickRules};
-use super::wait::BoundaryWatch;
+use super::wait;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{BuildError, IssueError, unix_millis};
 use crate::id::Snowflake;
@@ -51,7 +51,6 @@ pub struct Generator<R: Raw<C>, C: Clock = SystemClock> {
 pub struct Core<C> {
     pub(crate) clock: C,
     pub(crate) rules: TickRules,
-    pub(crate) watch: BoundaryWatch,
     worker: u64,
     worker_field: u64,
     /// The longest a call waits for the clock, in ns; never below one unit,
@@ -105,7 +104,7 @@ pub struct Reserved {
 pub(crate) use self::sealed::{Raw, Start};
 
 mod sealed {
-    use super::{BuildError, Clock, Core, Refusal, Reserved};
+    use super::{BuildError, Clock, Core, Refusal, Reserved, wait};
 
     /// How a strategy keeps concurrent callers apart: its only job is to hand
     /// out disjoint ranges of ticks. Public in name only (the module is
@@ -123,10 +122,11 @@ mod sealed {
         /// reserves nothing and says why, with the clock reading (ns) it judged by.
         fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)>;
 
-        /// Blocks until the clock reaches the start of `unit`.
+        /// Blocks until the clock reaches the start of `unit`; the clock
+        /// read `now_nanos` a moment ago.
         #[cold]
-        fn wait_until(&self, core: &Core<C>, unit: u64) {
-            core.watch.until_unit(&core.clock, core.layout(), unit);
+        fn wait_until(&self, core: &Core<C>, unit: u64, now_nanos: u64) {
+            wait::until_unit(&core.clock, core.layout(), unit, now_nanos);
         }
 
         /// The last tick handed out, for `Debug`.
@@ -203,7 +203,6 @@ impl<C: Clock> Core<C> {
         let core = Core {
             clock,
             rules,
-            watch: BoundaryWatch::default(),
             worker,
             worker_field: layout.worker_field(worker),
             max_wait_nanos,
@@ -334,9 +333,10 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
                 Err(self.core.refusal_error(refusal, 0))
             }
             Err(Refusal::WaitUntil(unit)) => {
-                self.core.wait_for(unit, self.core.clock.unix_nanos())?;
+                let now_nanos = self.core.clock.unix_nanos();
+                self.core.wait_for(unit, now_nanos)?;
                 // The ticks are ours; hand them out once the clock allows.
-                self.raw.wait_until(&self.core, unit);
+                self.raw.wait_until(&self.core, unit, now_nanos);
                 Ok(first)
             }
         }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use crossbeam_utils::{Backoff, CachePadded};
+use crossbeam_utils::CachePadded;
 
 use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter, TickRules};
@@ -55,6 +55,9 @@ pub struct Ticker {
     published: Arc<Published>,
     thread: Option<JoinHandle<()>>,
 }
+
+/// Longest single sleep of a waiting caller, so a clock that jumps is noticed.
+const MAX_NAP: Duration = Duration::from_millis(10);
 
 /// What the generator and its thread share.
 struct Published {
@@ -181,23 +184,29 @@ impl<C: Clock> Raw<C> for Ticker {
             .map_err(|refusal| (refusal, now_nanos))
     }
 
-    /// Waits briefly for the thread to publish `target`, then reads the clock
-    /// itself and publishes what it read for the other callers.
+    /// Sleeps to the boundary of `target`, then takes the unit the thread
+    /// published; if the thread is late (starved of CPU, or gone), reads the
+    /// clock itself and publishes what it read for the other callers.
     #[cold]
-    fn wait_until(&self, core: &Core<C>, target: u64) {
-        // The thread normally publishes within microseconds of a boundary.
-        let backoff = Backoff::new();
-        while !backoff.is_completed() {
-            // Relaxed: a late value only prolongs the wait.
-            if self.published.view.unit.load(Ordering::Relaxed) >= target {
+    fn wait_until(&self, core: &Core<C>, target: u64, mut now_nanos: u64) {
+        let layout = core.layout();
+        let deadline = layout.unit_start_nanos(target);
+        let view = &self.published.view;
+        loop {
+            if now_nanos < deadline {
+                // No yield-polling: see the `wait` module.
+                thread::sleep(Duration::from_nanos(deadline - now_nanos).min(MAX_NAP));
+            }
+            // Relaxed: a late value only costs a clock read.
+            if view.unit.load(Ordering::Relaxed) >= target {
                 return;
             }
-            backoff.snooze();
+            now_nanos = core.clock.unix_nanos();
+            if now_nanos >= deadline {
+                view.publish(&core.rules, layout.units_since_epoch(now_nanos));
+                return;
+            }
         }
-        // Late, starved or gone.
-        let now_nanos = core.watch.until_unit(&core.clock, core.layout(), target);
-        let unit = core.layout().units_since_epoch(now_nanos);
-        self.published.view.publish(&core.rules, unit);
     }
 
     fn last_issued(&self) -> u64 {
