@@ -13,15 +13,23 @@
 //!   The layout allows 4096 IDs per ms: 244 ns per ID is the floor.
 //! - `no_vdso`: the same with `SyscallClock`, every clock read a system call,
 //!   as under a hypervisor whose clock the vDSO cannot read.
+//! - `hypervisor`: the same with a clock that costs 0.5, 1.1 or 3.2 µs per
+//!   read (the article's range, spun out on any machine), on 1, 2 and 4
+//!   threads: `hypervisor/<strategy>/<cost>/<threads>`.
+//! - `contended`: the same with the system clock while other threads spin on
+//!   unrelated work: `contended/<strategy>/<callers>+<busy threads>`.
 //! - `mechanism`: a 22-bit sequence, so the clock never limits: the cost of the
 //!   synchronisation itself, beside bare baselines in the same group; the
 //!   `_leased` variants hold a worker-id lease (from a registry in memory), so
 //!   every call also checks the lease's fence.
 //! - `clocks`: one read of each clock.
 //!
-//! After Criterion, a side report gives IDs per second and CPU cores busy per
-//! strategy in the clock-bound regime. The environment is printed first and
-//! saved to `target/criterion/environment.json`.
+//! After Criterion, two side reports: IDs per second and CPU cores busy per
+//! strategy in the clock-bound regime (`target/criterion/cpu_per_wall.json`),
+//! and per-call latency percentiles below the cap and at saturation
+//! (`target/criterion/latency.json`). The environment is printed first and
+//! saved to `target/criterion/environment.json`; Criterion's HTML report is
+//! `target/criterion/report/index.html`.
 
 #![allow(missing_docs)] // criterion's macros and a binary's items
 
@@ -37,12 +45,24 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
 use flakegen::{
     Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
-    SyscallClock, SystemClock,
+    Strategy, SyscallClock, SystemClock,
 };
+use support::costly::CostlyClock;
 use support::registry::MemoryRegistry;
-use support::{cpu, environment};
+use support::{cpu, environment, latency};
 
 const THREADS: [usize; 3] = [1, 2, 4];
+
+/// What a clock read costs under the article's hypervisor (1.1–3.2 µs), and
+/// a milder case, with the labels the benchmark ids use.
+const HYPERVISOR_COSTS: [(Duration, &str); 3] = [
+    (Duration::from_nanos(500), "0.5us"),
+    (Duration::from_nanos(1_100), "1.1us"),
+    (Duration::from_nanos(3_200), "3.2us"),
+];
+
+/// Callers and busy threads beside them, for `contended`.
+const CONTENTION: [(usize, usize); 6] = [(2, 0), (4, 0), (2, 1), (2, 2), (8, 4), (1, 2)];
 
 /// A layout whose 22-bit sequence (4.2 billion IDs/s) no strategy can use up.
 const WIDE: Layout = Layout::builder()
@@ -148,6 +168,90 @@ fn no_vdso(c: &mut Criterion) {
     group.finish();
 }
 
+fn hypervisor(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hypervisor");
+    for (cost, label) in HYPERVISOR_COSTS {
+        strategies(
+            &mut group,
+            label,
+            Builder::new().clock(CostlyClock::new(cost)),
+        );
+    }
+    group.finish();
+}
+
+/// `threads` threads spinning on unrelated work until dropped.
+struct Hogs {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    threads: Vec<thread::JoinHandle<()>>,
+}
+
+impl Hogs {
+    fn start(threads: usize) -> Hogs {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let threads = (0..threads)
+            .map(|_| {
+                let stop = std::sync::Arc::clone(&stop);
+                thread::spawn(move || {
+                    let mut x = 1u64;
+                    // Relaxed: a flag checked between rounds of busy work.
+                    while !stop.load(Ordering::Relaxed) {
+                        for _ in 0..1_000 {
+                            x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                        }
+                    }
+                })
+            })
+            .collect();
+        Hogs { stop, threads }
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Sleeps to the start of the next millisecond unit: a sample that began late
+/// in a unit would get that unit's whole sequence almost for free and read
+/// faster than the bound.
+fn start_of_next_unit() {
+    let now = SystemClock.unix_nanos();
+    thread::sleep(Duration::from_nanos(1_000_000 - now % 1_000_000));
+}
+
+fn contended(c: &mut Criterion) {
+    // Every sample takes at least this many IDs (about 50 ms at the bound, 12
+    // ms in quick mode), so that a dozen threads starting on two cores is
+    // not what gets measured; the time is scaled back to `iters` IDs.
+    let at_least: u64 = if quick() { 50_000 } else { 200_000 };
+    let mut group = c.benchmark_group("contended");
+    for strategy in Strategy::ALL {
+        let generator = Builder::new().build(strategy).unwrap();
+        for (callers, hogs) in CONTENTION {
+            let id = format!("{strategy}/{callers}+{hogs}");
+            group.bench_function(id, |b| {
+                b.iter_custom(|iters| {
+                    let ids = iters.max(at_least);
+                    let _hogs = Hogs::start(hogs);
+                    start_of_next_unit();
+                    let elapsed = on_threads(callers, ids, |n| {
+                        for _ in 0..n {
+                            black_box(generator.next_id().unwrap());
+                        }
+                    });
+                    elapsed.mul_f64(iters as f64 / ids as f64)
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
 fn mechanism(c: &mut Criterion) {
     let mut group = c.benchmark_group("mechanism");
     let counter = CachePadded::new(AtomicU64::new(0));
@@ -248,6 +352,9 @@ fn clocks(c: &mut Criterion) {
         "manual",
         ManualClock::from_unix_millis(1_704_067_200_000),
     );
+    for (cost, label) in HYPERVISOR_COSTS {
+        read(&mut group, label, CostlyClock::new(cost));
+    }
     group.finish();
 }
 
@@ -277,9 +384,10 @@ fn cpu_report(window: Duration) {
         rows: &mut Vec<serde_json::Value>,
         clock: &str,
         c: C,
+        thread_counts: &[usize],
         window: Duration,
     ) {
-        for threads in [1, 2] {
+        for &threads in thread_counts {
             let builder = Builder::new().clock(c.clone());
             row(
                 rows,
@@ -306,8 +414,10 @@ fn cpu_report(window: Duration) {
     }
     println!("\ncpu_per_wall: Twitter layout, max_lead 0, saturated for {window:?} each");
     let mut rows = vec![];
-    clock(&mut rows, "system", SystemClock, window);
-    clock(&mut rows, "syscall", SyscallClock, window);
+    clock(&mut rows, "system", SystemClock, &[1, 2], window);
+    clock(&mut rows, "syscall", SyscallClock, &[1, 2], window);
+    let costly = CostlyClock::new(HYPERVISOR_COSTS[1].0);
+    clock(&mut rows, HYPERVISOR_COSTS[1].1, costly, &[2], window);
     let path = environment::criterion_dir().join("cpu_per_wall.json");
     let _ = std::fs::write(path, format!("{:#}\n", serde_json::Value::Array(rows)));
 }
@@ -349,9 +459,11 @@ fn main() {
     environment::report(quick);
     let base = Criterion::default();
     let base = if quick {
+        // No plots: drawing them takes longer than a quick run's measuring.
         base.sample_size(10)
             .warm_up_time(Duration::from_millis(100))
             .measurement_time(Duration::from_millis(300))
+            .without_plots()
     } else {
         base.sample_size(30)
             .warm_up_time(Duration::from_secs(1))
@@ -360,16 +472,20 @@ fn main() {
     let mut c = base.configure_from_args();
     clock_bound(&mut c);
     no_vdso(&mut c);
+    hypervisor(&mut c);
+    contended(&mut c);
     mechanism(&mut c);
     clocks(&mut c);
     c.final_summary();
     // `cargo bench -- <filter>` runs the Criterion groups it names; the side
-    // report runs only on a whole-suite run.
+    // reports run only on a whole-suite run.
     if !filtered() && !cfg!(debug_assertions) {
-        cpu_report(if quick {
+        let window = if quick {
             Duration::from_millis(200)
         } else {
             Duration::from_secs(1)
-        });
+        };
+        cpu_report(window);
+        latency::report(window);
     }
 }

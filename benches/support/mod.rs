@@ -1,5 +1,7 @@
 //! Helpers of the benchmark binary.
 
+pub mod costly;
 pub mod cpu;
 pub mod environment;
+pub mod latency;
 pub mod registry;
