@@ -461,8 +461,8 @@ fn main() {
     let base = if quick {
         // No plots: drawing them takes longer than a quick run's measuring.
         base.sample_size(10)
-            .warm_up_time(Duration::from_millis(100))
-            .measurement_time(Duration::from_millis(300))
+            .warm_up_time(Duration::from_millis(80))
+            .measurement_time(Duration::from_millis(250))
             .without_plots()
     } else {
         base.sample_size(30)
@@ -481,7 +481,7 @@ fn main() {
     // reports run only on a whole-suite run.
     if !filtered() && !cfg!(debug_assertions) {
         let window = if quick {
-            Duration::from_millis(200)
+            Duration::from_millis(100)
         } else {
             Duration::from_secs(1)
         };
