@@ -1,6 +1,7 @@
 //! The ID newtype.
 
 use core::fmt;
+use core::num::NonZeroU32;
 use core::str::FromStr;
 
 use crate::error::{IdError, ParseIdError};
@@ -55,6 +56,61 @@ impl Snowflake {
         } else {
             Ok(self.0 as i64)
         }
+    }
+
+    /// The shard, out of `shards`, that this ID belongs to: the same ID
+    /// always gives the same shard, so a row's shard can be found again from
+    /// its key alone.
+    ///
+    /// Every bit of the ID is mixed (MurmurHash3's 64-bit finalizer,
+    /// `fmix64`), then mapped onto `0..shards` by multiplying and keeping the
+    /// high 64 bits (Lemire's reduction):
+    ///
+    /// ```text
+    /// h = id;  h ^= h >> 33;  h *= 0xff51afd7ed558ccd;  h ^= h >> 33;
+    ///          h *= 0xc4ceb9fe1a85ec53;  h ^= h >> 33;        (wrapping u64)
+    /// shard = (h as u128 * shards as u128) >> 64
+    /// ```
+    ///
+    /// This function is part of the crate's stable contract: it will not
+    /// change in any version, so shards written today are found tomorrow.
+    ///
+    /// # Why not `id % shards`
+    ///
+    /// The low bits of a Snowflake are its sequence (or, in Sonyflake's
+    /// layout, its worker). At low load nearly every ID has sequence 0, so
+    /// with [`Layout::TWITTER`](crate::Layout::TWITTER) every ID is a multiple of
+    /// 4096: `id % 2` is always 0, and `id % 16` sends everything to shard 0.
+    /// With few workers, `id % 1000` is skewed too. Mixing all 64 bits
+    /// spreads IDs evenly whatever the load and the number of workers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::num::NonZeroU32;
+    /// use flakegen::{Fields, Layout};
+    ///
+    /// const SHARDS: NonZeroU32 = NonZeroU32::new(16).unwrap();
+    /// // Low load: one ID per millisecond, so every sequence is 0.
+    /// let ids: Vec<_> = (0..1_600)
+    ///     .map(|ms| Layout::TWITTER.compose(Fields { timestamp: 500_000_000_000 + ms, worker: 7, sequence: 0 }))
+    ///     .collect::<Result<_, _>>()?;
+    /// assert!(ids.iter().all(|id| id.as_u64() % 16 == 0)); // `%` puts all of them on shard 0
+    /// let mut per_shard = [0; 16];
+    /// for id in &ids {
+    ///     per_shard[id.shard(SHARDS) as usize] += 1;
+    /// }
+    /// assert!(per_shard.iter().all(|&n| (60..=140).contains(&n))); // about 100 each
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub const fn shard(self, shards: NonZeroU32) -> u32 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^= h >> 33;
+        ((h as u128 * shards.get() as u128) >> 64) as u32
     }
 
     /// The ID read back from an `i64` column.
@@ -200,6 +256,28 @@ mod tests {
             Snowflake::try_from(i64::MIN),
             Err(IdError::Negative { .. })
         ));
+    }
+
+    #[test]
+    fn shards_are_pinned() {
+        // The shard function is a stable contract: these must never change.
+        // (Computed apart from this code, from the formula in the docs.)
+        let n = |k| NonZeroU32::new(k).unwrap();
+        let id = Snowflake::from_u64(1_050_118_621_198_921_728);
+        assert_eq!(
+            [
+                id.shard(n(1)),
+                id.shard(n(2)),
+                id.shard(n(16)),
+                id.shard(n(1000))
+            ],
+            [0, 0, 4, 310]
+        );
+        assert_eq!(Snowflake::from_u64(0).shard(n(1000)), 0);
+        assert_eq!(
+            Snowflake::from_u64(u64::MAX).shard(n(u32::MAX)),
+            1_689_612_810
+        );
     }
 
     #[test]

@@ -162,6 +162,8 @@ mod layout;
 pub mod lease;
 #[cfg(feature = "serde")]
 pub mod serde;
+#[cfg(feature = "postgres")]
+pub mod sql;
 mod sync;
 pub mod worker;
 
