@@ -1,7 +1,7 @@
 //! flakegen's benchmarks: which strategy is fastest on this machine, and why.
 //!
 //! ```text
-//! cargo bench                                  # full suite, about 4 minutes on 2 cores
+//! cargo bench                                  # full suite, about 16 minutes on 2 cores
 //! FLAKEGEN_BENCH_QUICK=1 cargo bench           # smoke run, under a minute
 //! cargo bench -- no_vdso                       # one group
 //! ```

@@ -482,90 +482,81 @@ impl fmt::Display for ParseStrategyError {
 
 impl std::error::Error for ParseStrategyError {}
 
-/// Every error of the crate, for programs that want one type behind `?`.
-///
-/// Each operation returns its own, narrower error type; this one converts
-/// from all of them and displays as the error it holds.
-///
-/// # Examples
-///
-/// ```
-/// use flakegen::{Builder, Error, IdGenerator, Snowflake};
-///
-/// fn newest(stored: &str) -> Result<Snowflake, Error> {
-///     let last: Snowflake = stored.parse()?; // ParseIdError
-///     let generator = Builder::new().worker(1).resume_after(last).build_atomic()?; // BuildError
-///     Ok(generator.next_id()?) // IssueError
-/// }
-/// assert!(matches!(newest("x"), Err(Error::ParseId(_))));
-/// ```
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Error {
-    /// Issuing an ID failed.
-    Issue(IssueError),
-    /// Building a generator failed.
-    Build(BuildError),
-    /// A custom layout was rejected.
-    Layout(LayoutError),
-    /// An ID or one of its fields did not fit.
-    Id(IdError),
-    /// A string was not an ID.
-    ParseId(ParseIdError),
-    /// A string was not a strategy's name.
-    ParseStrategy(ParseStrategyError),
-    /// No worker id could be read from the deployment.
-    Worker(WorkerError),
-    /// A lease registry failed.
-    Lease(crate::lease::LeaseError),
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Issue(e) => e.fmt(f),
-            Error::Build(e) => e.fmt(f),
-            Error::Layout(e) => e.fmt(f),
-            Error::Id(e) => e.fmt(f),
-            Error::ParseId(e) => e.fmt(f),
-            Error::ParseStrategy(e) => e.fmt(f),
-            Error::Worker(e) => e.fmt(f),
-            Error::Lease(e) => e.fmt(f),
+/// Declares [`Error`] from one list of its variants: the enum, its
+/// `Display` and `source` (both the held error's: `Error` is transparent),
+/// and a `From` for each.
+macro_rules! umbrella {
+    ($(#[$outer:meta])* pub enum Error { $( $(#[doc = $doc:literal])* $variant:ident($ty:ty), )* }) => {
+        $(#[$outer])*
+        #[derive(Debug)]
+        #[non_exhaustive]
+        pub enum Error {
+            $( $(#[doc = $doc])* $variant($ty), )*
         }
-    }
-}
 
-impl std::error::Error for Error {
-    /// The held error's source: `Error` is a transparent wrapper.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Build(e) => e.source(),
-            Error::Lease(e) => e.source(),
-            _ => None,
-        }
-    }
-}
-
-macro_rules! from_errors {
-    ($($variant:ident($ty:ty)),* $(,)?) => {$(
-        impl From<$ty> for Error {
-            fn from(e: $ty) -> Self {
-                Error::$variant(e)
+        impl fmt::Display for Error {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $( Error::$variant(e) => e.fmt(f), )*
+                }
             }
         }
-    )*};
+
+        impl std::error::Error for Error {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                match self {
+                    $( Error::$variant(e) => e.source(), )*
+                }
+            }
+        }
+
+        $(
+            impl From<$ty> for Error {
+                fn from(e: $ty) -> Self {
+                    Error::$variant(e)
+                }
+            }
+        )*
+    };
 }
 
-from_errors!(
-    Issue(IssueError),
-    Build(BuildError),
-    Layout(LayoutError),
-    Id(IdError),
-    ParseId(ParseIdError),
-    ParseStrategy(ParseStrategyError),
-    Worker(WorkerError),
-    Lease(crate::lease::LeaseError),
-);
+umbrella! {
+    /// Every error of the crate, for programs that want one type behind `?`.
+    ///
+    /// Each operation returns its own, narrower error type; this one converts
+    /// from all of them and displays as the error it holds.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::{Builder, Error, IdGenerator, Snowflake};
+    ///
+    /// fn newest(stored: &str) -> Result<Snowflake, Error> {
+    ///     let last: Snowflake = stored.parse()?; // ParseIdError
+    ///     let generator = Builder::new().worker(1).resume_after(last).build_atomic()?; // BuildError
+    ///     Ok(generator.next_id()?) // IssueError
+    /// }
+    /// assert!(matches!(newest("x"), Err(Error::ParseId(_))));
+    /// ```
+    pub enum Error {
+        /// Issuing an ID failed.
+        Issue(IssueError),
+        /// Building a generator failed.
+        Build(BuildError),
+        /// A custom layout was rejected.
+        Layout(LayoutError),
+        /// An ID or one of its fields did not fit.
+        Id(IdError),
+        /// A string was not an ID.
+        ParseId(ParseIdError),
+        /// A string was not a strategy's name.
+        ParseStrategy(ParseStrategyError),
+        /// No worker id could be read from the deployment.
+        Worker(WorkerError),
+        /// A lease registry failed.
+        Lease(crate::lease::LeaseError),
+    }
+}
 
 /// Milliseconds since 1970 of `time`, 0 before 1970: for error payloads.
 pub(crate) fn unix_millis(time: SystemTime) -> u64 {

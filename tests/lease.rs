@@ -15,6 +15,8 @@
 
 mod common;
 
+use common::backend::Backend;
+
 use std::sync::{Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -34,39 +36,7 @@ fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Backend {
-    #[cfg(feature = "postgres")]
-    Postgres,
-    #[cfg(feature = "redis")]
-    Redis,
-}
-
 impl Backend {
-    fn all() -> Vec<Backend> {
-        vec![
-            #[cfg(feature = "postgres")]
-            Backend::Postgres,
-            #[cfg(feature = "redis")]
-            Backend::Redis,
-        ]
-    }
-
-    fn url(self) -> String {
-        let var = match self {
-            #[cfg(feature = "postgres")]
-            Backend::Postgres => "FLAKEGEN_TEST_POSTGRES_URL",
-            #[cfg(feature = "redis")]
-            Backend::Redis => "FLAKEGEN_TEST_REDIS_URL",
-        };
-        std::env::var(var).unwrap_or_else(|_| {
-            panic!(
-                "{var} is not set: start the test servers with \
-                 `eval \"$(scripts/services.sh start)\"` (or run without the feature)"
-            )
-        })
-    }
-
     fn registry(self) -> std::sync::Arc<dyn Registry> {
         lease::connect(&self.url()).unwrap()
     }

@@ -30,6 +30,8 @@
 
 use std::process::ExitCode;
 
+mod common;
+
 fn main() -> ExitCode {
     #[cfg(all(unix, any(feature = "postgres", feature = "redis")))]
     {
@@ -251,6 +253,7 @@ mod faults {
     use flakegen::{Layout, Snowflake};
 
     use super::helper::Orders;
+    use crate::common::backend::Backend;
 
     /// Runs the scenarios whose names contain one of `filters` (all, if none),
     /// one after another, and prints the plain closing line.
@@ -307,48 +310,7 @@ mod faults {
         Layout::builder().worker_bits(worker_bits).build().unwrap()
     }
 
-    #[derive(Clone, Copy, Debug)]
-    enum Backend {
-        #[cfg(feature = "postgres")]
-        Postgres,
-        #[cfg(feature = "redis")]
-        Redis,
-    }
-
     impl Backend {
-        fn all() -> Vec<Backend> {
-            vec![
-                #[cfg(feature = "postgres")]
-                Backend::Postgres,
-                #[cfg(feature = "redis")]
-                Backend::Redis,
-            ]
-        }
-
-        fn name(self) -> &'static str {
-            match self {
-                #[cfg(feature = "postgres")]
-                Backend::Postgres => "postgres",
-                #[cfg(feature = "redis")]
-                Backend::Redis => "redis",
-            }
-        }
-
-        fn url(self) -> String {
-            let var = match self {
-                #[cfg(feature = "postgres")]
-                Backend::Postgres => "FLAKEGEN_TEST_POSTGRES_URL",
-                #[cfg(feature = "redis")]
-                Backend::Redis => "FLAKEGEN_TEST_REDIS_URL",
-            };
-            std::env::var(var).unwrap_or_else(|_| {
-                panic!(
-                    "{var} is not set: start the test servers with \
-                 `eval \"$(scripts/services.sh start)\"` (or run without the feature)"
-                )
-            })
-        }
-
         /// Stops or starts this backend's server with the services script.
         fn services(self, action: &str) {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");

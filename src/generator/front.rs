@@ -210,7 +210,10 @@ impl<C: Clock> Core<C> {
             keeper,
         };
         if last >= rules.max_tick() {
-            // Dropping `core` gives the lease back, if any.
+            if let Some(keeper) = core.keeper {
+                // Nothing was issued: give the lease back without a wait for the next holder.
+                keeper.release(lease_last);
+            }
             return Err(BuildError::ResumeAfterExhausted {
                 end_unix_millis: unix_millis(layout.exhausted_at()),
             });

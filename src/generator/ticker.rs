@@ -8,6 +8,7 @@ use crossbeam_utils::CachePadded;
 
 use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter, TickRules};
+use super::wait::MAX_NAP;
 use crate::clock::{self, Clock, SystemClock};
 use crate::error::BuildError;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
@@ -55,9 +56,6 @@ pub struct Ticker {
     published: Arc<Published>,
     thread: Option<JoinHandle<()>>,
 }
-
-/// Longest single sleep of a waiting caller, so a clock that jumps is noticed.
-const MAX_NAP: Duration = Duration::from_millis(10);
 
 /// What the generator and its thread share.
 struct Published {

@@ -16,7 +16,7 @@ use crate::layout::Layout;
 
 /// Longest single sleep, so a clock that jumps (or a [`ManualClock`](crate::ManualClock)
 /// moved by another thread) is noticed promptly.
-const MAX_NAP: Duration = Duration::from_millis(10);
+pub(crate) const MAX_NAP: Duration = Duration::from_millis(10);
 
 /// Blocks until `clock` reaches the start of unit `target`; returns its
 /// reading then. `now_nanos` is a reading the caller already made.

@@ -146,39 +146,23 @@ pub trait Registry: Send + Sync + 'static {
     fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError>;
 }
 
-impl<R: Registry + ?Sized> Registry for Arc<R> {
-    fn acquire(&self, request: &AcquireRequest<'_>) -> Result<Grant, LeaseError> {
-        (**self).acquire(request)
-    }
-    fn renew(
-        &self,
-        lease: &LeaseKey<'_>,
-        fence_unix_ms: u64,
-        ttl: Duration,
-    ) -> Result<u64, LeaseError> {
-        (**self).renew(lease, fence_unix_ms, ttl)
-    }
-    fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError> {
-        (**self).release(lease, fence_unix_ms)
-    }
+macro_rules! forward_registry {
+    ($($ptr:ty),*) => {$(
+        impl<R: Registry + ?Sized> Registry for $ptr {
+            fn acquire(&self, request: &AcquireRequest<'_>) -> Result<Grant, LeaseError> {
+                (**self).acquire(request)
+            }
+            fn renew(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64, ttl: Duration) -> Result<u64, LeaseError> {
+                (**self).renew(lease, fence_unix_ms, ttl)
+            }
+            fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError> {
+                (**self).release(lease, fence_unix_ms)
+            }
+        }
+    )*};
 }
 
-impl<R: Registry + ?Sized> Registry for Box<R> {
-    fn acquire(&self, request: &AcquireRequest<'_>) -> Result<Grant, LeaseError> {
-        (**self).acquire(request)
-    }
-    fn renew(
-        &self,
-        lease: &LeaseKey<'_>,
-        fence_unix_ms: u64,
-        ttl: Duration,
-    ) -> Result<u64, LeaseError> {
-        (**self).renew(lease, fence_unix_ms, ttl)
-    }
-    fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError> {
-        (**self).release(lease, fence_unix_ms)
-    }
-}
+forward_registry!(Arc<R>, Box<R>);
 
 /// What [`Registry::acquire`] is asked for.
 #[derive(Clone, Copy, Debug)]

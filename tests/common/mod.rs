@@ -2,6 +2,9 @@
 
 #![allow(dead_code)] // each test file uses its own subset
 
+#[cfg(any(feature = "postgres", feature = "redis"))]
+pub mod backend;
+
 use std::time::Duration;
 
 use flakegen::{
