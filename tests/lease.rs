@@ -196,13 +196,13 @@ fn an_expired_lease_is_taken_over_at_or_after_its_fence() {
         let ns = namespace("expired");
         // A holder that crashes right after acquiring: it never renews.
         let registry = backend.registry();
-        let fence = now_ms() + 300;
+        let fence = now_ms() + 1_500;
         let crashed = registry
             .acquire(&AcquireRequest {
                 namespace: &ns,
                 workers: 1,
                 holder: "crashed",
-                ttl: Duration::from_millis(300),
+                ttl: Duration::from_millis(1_500),
                 fence_unix_ms: fence,
                 now_unix_ms: now_ms(),
                 skew: Duration::from_millis(200),
@@ -213,8 +213,11 @@ fn an_expired_lease_is_taken_over_at_or_after_its_fence() {
             leased(backend, ONE, &ns).build_atomic(),
             Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. }))
         ));
-        thread::sleep(Duration::from_millis(400));
-        let successor = leased(backend, ONE, &ns).build_atomic().unwrap();
+        thread::sleep(Duration::from_millis(1_600));
+        let successor = leased(backend, ONE, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap();
         let id = successor.next_id().unwrap();
         let at = ONE.time_of(ONE.decode(id).unwrap().timestamp);
         let fence = UNIX_EPOCH + Duration::from_millis(crashed.fence_unix_ms);
@@ -239,7 +242,7 @@ fn a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back() {
             skew: Duration::ZERO,
         };
         registry.acquire(&request).unwrap();
-        thread::sleep(Duration::from_millis(150));
+        thread::sleep(Duration::from_millis(400)); // past the 100 ms TTL, with room
         match leased(backend, ONE, &ns).build_atomic() {
             Err(
                 e @ BuildError::FenceAhead {
@@ -423,12 +426,23 @@ fn a_table_that_lost_its_rows_fences_every_unrecorded_id() {
     let live = leased(backend, ONE, &ns).build_atomic().unwrap();
     let before = live.next_id().unwrap();
     backend.poke(&ns, 0, Poke::WipeAll);
+    // Watch the table, not acquire: an acquisition before the holder's next
+    // renewal would rightly take the unrecorded id.
+    let mut client = postgres::Client::connect(&backend.url(), postgres::NoTls).unwrap();
     eventually("the holder to write its record back", || {
-        matches!(
-            leased(backend, ONE, &ns).build_atomic(),
-            Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. }))
-        )
+        client
+            .query_opt(
+                "SELECT holder FROM flakegen_leases WHERE namespace = $1 AND worker = 0 \
+                 AND holder IS NOT NULL",
+                &[&ns],
+            )
+            .unwrap()
+            .is_some()
     });
+    assert!(matches!(
+        leased(backend, ONE, &ns).build_atomic(),
+        Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. }))
+    ));
     assert_eq!(live.lease().unwrap().state, LeaseState::Held);
     assert!(live.next_id().unwrap() > before);
 
