@@ -43,12 +43,12 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
+use flakegen::lease::{Lease, MemoryRegistry};
 use flakegen::{
     Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
     Strategy, SyscallClock, SystemClock,
 };
 use support::costly::CostlyClock;
-use support::registry::MemoryRegistry;
 use support::{cpu, environment, latency};
 
 const THREADS: [usize; 3] = [1, 2, 4];
@@ -294,7 +294,7 @@ fn mechanism(c: &mut Criterion) {
     // Each leased generator is dropped, releasing the one id, before the next.
     let leased = Builder::new()
         .layout(WIDE)
-        .lease(std::sync::Arc::new(MemoryRegistry::default()), "bench");
+        .lease(Lease::new(MemoryRegistry::new(), "bench"));
     bench_ids(
         &mut group,
         "atomic_leased/system",

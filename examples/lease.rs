@@ -21,7 +21,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use flakegen::{Builder, Clock, Error, IdGenerator, Layout, Strategy, SystemClock, lease};
+use flakegen::lease::{self, Lease};
+use flakegen::{Builder, Clock, Error, IdGenerator, Layout, Strategy, SystemClock};
 
 /// Lease a worker id from a registry (postgres:// or redis:// URL) and issue IDs.
 #[derive(Parser)]
@@ -74,18 +75,17 @@ impl Clock for OffsetClock {
 
 fn builder(args: &Args) -> Result<Builder<OffsetClock>, Error> {
     let layout = Layout::builder().worker_bits(args.worker_bits).build()?;
-    let registry = lease::connect(&args.url)?;
-    let mut builder = Builder::new()
+    let mut lease = Lease::new(lease::connect(&args.url)?, args.namespace.clone())
+        .ttl(Duration::from_millis(args.ttl_ms))
+        .skew(Duration::from_millis(args.skew_ms));
+    if let Some(renew) = args.renew_ms {
+        lease = lease.renew_every(Duration::from_millis(renew));
+    }
+    Ok(Builder::new()
         .layout(layout)
         .clock(OffsetClock(args.clock_offset_ms))
         .max_wait(Duration::from_millis(args.max_wait_ms))
-        .lease(registry, args.namespace.clone())
-        .lease_ttl(Duration::from_millis(args.ttl_ms))
-        .lease_skew(Duration::from_millis(args.skew_ms));
-    if let Some(renew) = args.renew_ms {
-        builder = builder.lease_renew_every(Duration::from_millis(renew));
-    }
-    Ok(builder)
+        .lease(lease))
 }
 
 /// Prints an ID with its worker and lease every interval.

@@ -201,6 +201,23 @@ impl fmt::Display for BuildError {
     }
 }
 
+impl From<crate::lease::Refused> for BuildError {
+    fn from(refused: crate::lease::Refused) -> Self {
+        use crate::lease::Refused;
+        match refused {
+            Refused::Invalid(reason) => BuildError::InvalidLease { reason },
+            Refused::Lease(e) => BuildError::Lease(e),
+            Refused::FenceAhead { worker, wait_nanos } => {
+                BuildError::FenceAhead { worker, wait_nanos }
+            }
+            Refused::Exhausted { end_unix_millis } => {
+                BuildError::ResumeAfterExhausted { end_unix_millis }
+            }
+            Refused::Spawn(e) => BuildError::TickerSpawn(e),
+        }
+    }
+}
+
 impl std::error::Error for BuildError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

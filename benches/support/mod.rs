@@ -4,4 +4,3 @@ pub mod costly;
 pub mod cpu;
 pub mod environment;
 pub mod latency;
-pub mod registry;

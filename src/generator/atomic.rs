@@ -73,6 +73,10 @@ impl<C: Clock> Raw<C> for Atomic {
             .map_err(|refusal| (refusal, now_nanos))
     }
 
+    fn give_back(&self, first: u64, end: u64) {
+        self.ticks.give_back(first, end);
+    }
+
     fn last_issued(&self) -> u64 {
         self.ticks.last_issued()
     }

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use super::front::{Generator, Settings, Start};
+use super::front::{Generator, Leased, Settings, Start};
 use super::{AtomicGenerator, IdGenerator, MutexGenerator, Strategy, Ticker, TickerGenerator};
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
-use crate::lease::{self, LeaseSettings, Registry};
+use crate::lease::Lease;
 
 /// Configures and builds a generator of any strategy.
 ///
@@ -54,42 +54,31 @@ impl Default for Builder<SystemClock> {
 }
 
 impl<C: Clock + Clone + 'static> Builder<C> {
-    /// Leases the worker id from `registry`, among the generators of
-    /// `namespace`, instead of taking it from [`worker`](Self::worker).
+    /// Leases the worker id on the terms of `lease` (registry, namespace,
+    /// TTL, renewal, skew), instead of taking it from [`worker`](Self::worker).
     ///
     /// Building acquires a free id (waiting for the previous holder's fence if
     /// this clock is behind it, up to `max_wait`) and starts a thread that
     /// renews it; dropping the generator releases it. The
-    /// [`lease`](crate::lease) module explains how fences keep two holders of
-    /// one id from ever issuing the same ID. Use one namespace per layout, and
-    /// one TTL per namespace.
+    /// [`lease`](crate::lease) module states the contract that keeps two
+    /// holders of one id from ever issuing the same ID. The lease's thread
+    /// reads the generator's clock, whichever order `lease` and
+    /// [`clock`](Self::clock) are called in.
     ///
     /// # Examples
     ///
-    /// ```no_run
-    /// # #[cfg(feature = "postgres")] {
+    /// ```
     /// use std::time::Duration;
-    /// use flakegen::{Builder, IdGenerator, lease::PostgresRegistry};
+    /// use flakegen::{Builder, IdGenerator, lease::{Lease, MemoryRegistry}};
     ///
-    /// let registry = PostgresRegistry::new("postgres://app:secret@db.internal/app")?;
-    /// let generator = Builder::new()
-    ///     .lease(registry, "orders")
-    ///     .lease_ttl(Duration::from_secs(5))
-    ///     .build_ticker()?;
+    /// let lease = Lease::new(MemoryRegistry::new(), "orders").ttl(Duration::from_secs(5));
+    /// let generator = Builder::new().lease(lease).build_ticker()?;
     /// println!("worker {} until {:?}", generator.worker(), generator.lease().unwrap().fence);
-    /// # }
     /// # Ok::<(), flakegen::Error>(())
     /// ```
-    pub fn lease(mut self, registry: impl Registry, namespace: impl Into<String>) -> Self {
+    pub fn lease(mut self, lease: Lease) -> Self {
         let clock: Arc<dyn Clock> = Arc::new(self.settings.clock.clone());
-        self.settings.lease = Some(LeaseSettings {
-            registry: Arc::new(registry),
-            namespace: namespace.into(),
-            ttl: lease::DEFAULT_TTL,
-            renew_every: None,
-            skew: lease::DEFAULT_SKEW,
-            clock: Some(clock),
-        });
+        self.settings.lease = Some(Leased { lease, clock });
         self
     }
 }
@@ -110,8 +99,8 @@ impl<C: Clock> Builder<C> {
         self
     }
 
-    /// The clock to read time from. Set it before [`lease`](Self::lease).
-    pub fn clock<D: Clock>(self, clock: D) -> Builder<D> {
+    /// The clock to read time from; the lease's thread, if any, reads it too.
+    pub fn clock<D: Clock + Clone + 'static>(self, clock: D) -> Builder<D> {
         let Settings {
             layout,
             worker,
@@ -125,14 +114,13 @@ impl<C: Clock> Builder<C> {
             settings: Settings {
                 layout,
                 worker,
-                clock,
+                clock: clock.clone(),
                 max_lead,
                 max_wait,
                 resume_after,
-                // The lease's keeper must read the new clock: building says so.
-                lease: lease.map(|lease| LeaseSettings {
-                    clock: None,
-                    ..lease
+                lease: lease.map(|Leased { lease, .. }| Leased {
+                    lease,
+                    clock: Arc::new(clock.clone()),
                 }),
             },
         }
@@ -174,35 +162,6 @@ impl<C: Clock> Builder<C> {
     /// worker, the generator skips the rest of that ID's time unit.
     pub fn resume_after(mut self, last_id: Snowflake) -> Self {
         self.settings.resume_after = Some(last_id);
-        self
-    }
-
-    /// The lease's time to live: how long the registry keeps the worker id for
-    /// this generator without a renewal, and how far its fence leads its clock.
-    /// Default: 10 s. See [Choosing a TTL](crate::lease#choosing-a-ttl).
-    pub fn lease_ttl(mut self, ttl: Duration) -> Self {
-        if let Some(lease) = &mut self.settings.lease {
-            lease.ttl = ttl;
-        }
-        self
-    }
-
-    /// How often the lease is renewed. Default: a third of the TTL; at most half.
-    pub fn lease_renew_every(mut self, every: Duration) -> Self {
-        if let Some(lease) = &mut self.settings.lease {
-            lease.renew_every = Some(every);
-        }
-        self
-    }
-
-    /// How far this host's clock may disagree with the registry server's,
-    /// which matters only for ids the registry has no record of (see
-    /// [A registry that loses its data](crate::lease#a-registry-that-loses-its-data)).
-    /// Default: 2 s.
-    pub fn lease_skew(mut self, skew: Duration) -> Self {
-        if let Some(lease) = &mut self.settings.lease {
-            lease.skew = skew;
-        }
         self
     }
 

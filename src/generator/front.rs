@@ -19,7 +19,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{BuildError, IssueError, unix_millis};
 use crate::id::Snowflake;
 use crate::layout::Layout;
-use crate::lease::{Fence, Keeper, LeaseSettings, LeaseStatus};
+use crate::lease::{Fence, Keeper, Lease, LeaseStatus};
 
 /// A Snowflake generator: the one implementation of [`IdGenerator`], over a
 /// strategy `R` that says how concurrent callers synchronise and a [`Clock`] `C`.
@@ -71,7 +71,20 @@ pub(crate) struct Settings<C> {
     pub(crate) max_lead: Duration,
     pub(crate) max_wait: Duration,
     pub(crate) resume_after: Option<Snowflake>,
-    pub(crate) lease: Option<LeaseSettings>,
+    pub(crate) lease: Option<Leased>,
+}
+
+/// A lease, with the generator's clock shared with the lease's thread.
+#[derive(Clone, Debug)]
+pub(crate) struct Leased {
+    pub(crate) lease: Lease,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl fmt::Debug for dyn Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("dyn Clock")
+    }
 }
 
 /// The default of [`Builder::max_wait`](crate::Builder::max_wait).
@@ -129,6 +142,12 @@ mod sealed {
             wait::until_unit(&core.clock, core.layout(), unit, now_nanos);
         }
 
+        /// Gives back ticks `first..=end`, reserved by `reserve` and refused
+        /// at the fence, unless later ticks were reserved since: a refusal
+        /// then consumes nothing, and a generator whose lease recovers
+        /// issues again at once.
+        fn give_back(&self, first: u64, end: u64);
+
         /// The last tick handed out, for `Debug`.
         fn last_issued(&self) -> u64;
     }
@@ -182,8 +201,8 @@ impl<C: Clock> Core<C> {
         let (worker, lease_last, fence, keeper) = match (worker, lease) {
             (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),
             (worker, None) => (worker.unwrap_or(0), 0, Arc::new(Fence::none()), None),
-            (None, Some(lease)) => {
-                let acquired = lease.acquire(&layout, max_lead, max_wait_nanos)?;
+            (None, Some(Leased { lease, clock })) => {
+                let acquired = lease.acquire(&layout, clock, max_lead, max_wait_nanos)?;
                 (
                     acquired.worker,
                     acquired.last_tick,
@@ -331,10 +350,12 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
         match self.core.rules.verdict(end, now, self.core.cap()) {
             // The clock moved on between the raw strategy's reads.
             Ok(()) => Ok(first),
-            // The ticks stay reserved and are never issued: a gap, never a repeat.
-            Err(refusal @ (Refusal::Exhausted | Refusal::Fenced)) => {
-                Err(self.core.refusal_error(refusal, 0))
+            Err(Refusal::Fenced) => {
+                self.raw.give_back(first, end);
+                Err(self.core.refusal_error(Refusal::Fenced, 0))
             }
+            // The ticks stay reserved and are never issued: a gap, never a repeat.
+            Err(Refusal::Exhausted) => Err(self.core.refusal_error(Refusal::Exhausted, 0)),
             Err(Refusal::WaitUntil(unit)) => {
                 let now_nanos = self.core.clock.unix_nanos();
                 self.core.wait_for(unit, now_nanos)?;

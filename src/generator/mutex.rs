@@ -74,6 +74,14 @@ impl<C: Clock> Raw<C> for Locked {
         Ok(first)
     }
 
+    fn give_back(&self, first: u64, end: u64) {
+        let mut last = self.last_tick.lock();
+        // Only if nothing was reserved since: nothing above was issued.
+        if *last == end {
+            *last = first - 1;
+        }
+    }
+
     fn last_issued(&self) -> u64 {
         *self.last_tick.lock()
     }

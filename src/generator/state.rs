@@ -217,6 +217,35 @@ impl TickCounter {
         }
     }
 
+    /// Gives back ticks `first..=end`, taken by `take` and refused (at a
+    /// lease's fence), if no later ticks were taken since: the counter goes
+    /// back to `first - 1`. Callers refused together give back in the
+    /// reverse order they took, so each waits, briefly, for those who took
+    /// after it; one that took after and issued keeps the counter where it
+    /// is. Never moves the counter below a tick that was handed out.
+    #[cold]
+    pub(crate) fn give_back(&self, first: u64, end: u64) {
+        let backoff = crossbeam_utils::Backoff::new();
+        loop {
+            // Relaxed: as in `take`. Success means the counter still reads
+            // `end`: no tick above ours has been taken, so none was issued.
+            match self.last.compare_exchange_weak(
+                end,
+                first - 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                // Below ours: another refused caller gave back past us, which
+                // it cannot (it took after us); spurious failure otherwise.
+                Err(actual) if actual == end => {}
+                Err(actual) if actual < end => return,
+                Err(_) if backoff.is_completed() => return,
+                Err(_) => backoff.snooze(),
+            }
+        }
+    }
+
     /// The last tick handed out (possibly past the layout's end once exhausted).
     #[inline]
     pub(crate) fn last_issued(&self) -> u64 {

@@ -207,6 +207,10 @@ impl<C: Clock> Raw<C> for Ticker {
         }
     }
 
+    fn give_back(&self, first: u64, end: u64) {
+        self.ticks.give_back(first, end);
+    }
+
     fn last_issued(&self) -> u64 {
         self.ticks.last_issued()
     }

@@ -1,26 +1,37 @@
-//! Leases in one PostgreSQL table (feature `postgres`).
+//! Leases in one PostgreSQL table (feature `postgres`): storage steps only.
 
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
+use std::future::Future;
+use std::sync::Arc;
 
-use postgres::error::SqlState;
-use postgres::{Client, NoTls};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, Config, NoTls, Row};
 
-use super::{AcquireRequest, DEFAULT_TIMEOUT, Grant, LeaseError, LeaseKey, Record, Registry};
+use super::remote::{Connected, Failure, Remote};
+use super::{DEFAULT_TIMEOUT, Expect, LeaseError, Record, Registry, Snapshot, Write};
 
 /// Worker-id leases kept in a PostgreSQL table, `flakegen_leases`, which is
 /// created on first use.
 ///
-/// Each call is one transaction, and expiry is judged by the server's clock
-/// (`clock_timestamp()`). Acquisitions in one namespace take a transaction
-/// advisory lock, so they run one at a time, and lock the rows they read, so
-/// a renewal cannot slip in between. A broken connection is opened again on
-/// the next call.
+/// Each step is one statement, and expiry is judged by the server's clock
+/// (`clock_timestamp()`). A [`swap`](Registry::swap) is an `UPDATE` (or an
+/// `INSERT … ON CONFLICT DO NOTHING`) that matches the record's version and
+/// holds the marker row with `FOR SHARE`, so it is a compare-and-set that a
+/// `TRUNCATE` cannot slip into. Every call, connecting included, finishes or
+/// fails within [`DEFAULT_TIMEOUT`] on the client. A broken connection is
+/// opened again on the next call.
 ///
-/// Connecting may take [`DEFAULT_TIMEOUT`] (or the URL's `connect_timeout`),
-/// and so may each statement (`statement_timeout`). A server that goes away
-/// closes the connection, and the call then fails at once.
+/// # What counts as a loss
+///
+/// The marker is the row `('', -1)`: when the table's data began. `TRUNCATE`
+/// removes it with the rest, and the next acquisition writes a new one (the
+/// server's clock, rounded up), so a truncated table is safe, at the price of
+/// one TTL and skew of waiting. A table flakegen creates starts at 0:
+/// nothing can have been lost. Not detected, so never done under running
+/// generators: deleting some rows but not the marker, dropping the table
+/// (the new one starts at 0), or restoring it from a backup. After any of
+/// those, delete the marker row (`DELETE FROM flakegen_leases WHERE worker = -1`)
+/// before a generator starts.
 ///
 /// For teams that run migrations themselves, the table is [`Self::DDL`],
 /// followed once by [`Self::NEW_TABLE_MARKER`]:
@@ -34,25 +45,26 @@ use super::{AcquireRequest, DEFAULT_TIMEOUT, Grant, LeaseError, LeaseKey, Record
 /// # Examples
 ///
 /// ```no_run
-/// use flakegen::{Builder, IdGenerator, lease::PostgresRegistry};
+/// use flakegen::{Builder, IdGenerator, lease::{Lease, PostgresRegistry}};
 ///
 /// let registry = PostgresRegistry::new("postgres://app:secret@127.0.0.1:5432/app")?;
-/// let generator = Builder::new().lease(registry, "orders").build_atomic()?;
+/// let generator = Builder::new().lease(Lease::new(registry, "orders")).build_atomic()?;
 /// # Ok::<(), flakegen::Error>(())
 /// ```
 pub struct PostgresRegistry {
-    config: postgres::Config,
-    /// `host:port`, for messages: never the password.
-    address: String,
-    client: Mutex<Option<Client>>,
+    config: Config,
+    remote: Remote<Arc<Client>>,
 }
 
-/// The server's clock, in ms since 1970.
-const NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+/// The server's clock in ms, rounded down: expiry is judged no later than it is.
+const NOW_MS: &str = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
-/// The marker row (namespace `''`, worker -1): when the table's data began,
-/// 0 for a table created empty by flakegen (nothing can have been lost).
-const MARKER: &str = "('', -1)";
+/// The server's clock in ms, rounded up: a marker is never earlier than the loss.
+const CEIL_NOW_MS: &str = "ceil(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// The marker row, locked against a concurrent delete while a swap checks it.
+const MARKER_HELD: &str = "SELECT 1 FROM flakegen_leases \
+     WHERE namespace = '' AND worker = -1 AND fence_ms = $3 FOR SHARE";
 
 impl PostgresRegistry {
     /// The table the registry keeps leases in, created on first use.
@@ -73,12 +85,13 @@ impl PostgresRegistry {
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        let mut config: postgres::Config = url.parse().map_err(|e| LeaseError::InvalidUrl {
+        let mut config: Config = url.parse().map_err(|e| LeaseError::InvalidUrl {
             reason: format!("{e}"),
         })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_TIMEOUT);
         }
+        // The server gives up too, so a stuck statement frees its locks.
         let timeout_ms = DEFAULT_TIMEOUT.as_millis();
         let options = format!(
             "{} -c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
@@ -87,50 +100,56 @@ impl PostgresRegistry {
         config.options(options.trim());
         config.application_name("flakegen-lease");
         let host = match config.get_hosts().first() {
-            Some(postgres::config::Host::Tcp(host)) => host.clone(),
+            Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
             #[cfg(unix)]
-            Some(postgres::config::Host::Unix(path)) => path.display().to_string(),
+            Some(tokio_postgres::config::Host::Unix(path)) => path.display().to_string(),
             None => "localhost".to_owned(),
         };
         let port = config.get_ports().first().copied().unwrap_or(5432);
         Ok(PostgresRegistry {
             config,
-            address: format!("{host}:{port}"),
-            client: Mutex::new(None),
+            remote: Remote::new(format!("{host}:{port}"))?,
         })
     }
 
-    /// Runs `f` on a connection, opening one (and creating the table) first
-    /// if need be; drops a connection that broke.
-    fn with_client<T>(
-        &self,
-        f: impl FnOnce(&mut Client) -> Result<T, Failure>,
-    ) -> Result<T, LeaseError> {
-        let mut slot = self.client.lock().unwrap_or_else(PoisonError::into_inner);
-        let client = match slot.take() {
-            Some(client) if !client.is_closed() => slot.insert(client),
-            _ => {
-                let mut client = self.config.connect(NoTls).map_err(|e| self.error(e))?;
-                create_table(&mut client).map_err(|e| self.error(e))?;
-                slot.insert(client)
-            }
+    /// Runs `call` with a connection, opening one (and creating the table)
+    /// first if need be.
+    fn run<T, F>(&self, call: impl FnOnce(Arc<Client>) -> F + Send) -> Result<T, LeaseError>
+    where
+        T: Send,
+        F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
+    {
+        let config = &self.config;
+        let open = || async move {
+            let (client, connection) = config.connect(NoTls).await?;
+            let driver = Remote::<Arc<Client>>::spawn(async move {
+                let _ = connection.await;
+            });
+            create_table(&client).await?;
+            Ok(Connected {
+                client: Arc::new(client),
+                driver: Some(driver),
+            })
         };
-        let result = f(client);
-        if client.is_closed() {
-            *slot = None;
-        }
-        result.map_err(|failure| match failure {
-            Failure::Postgres(e) => self.error(e),
-            Failure::Lease(e) => e,
-            Failure::Corrupt(detail) => LeaseError::Corrupt {
-                address: self.address.clone(),
-                detail,
-            },
-        })
+        let result = self.remote.run(open, |client| {
+            let call = call(Arc::clone(&client));
+            async move { (client, call.await) }
+        });
+        result.map_err(|failure| self.error(failure))
     }
 
-    fn error(&self, e: postgres::Error) -> LeaseError {
-        let address = self.address.clone();
+    fn error(&self, failure: Failure<tokio_postgres::Error>) -> LeaseError {
+        let address = self.remote.address.clone();
+        let e = match failure {
+            Failure::Client(e) => e,
+            Failure::TimedOut(after) => {
+                return LeaseError::Unreachable {
+                    address,
+                    source: format!("no answer within {after:?}").into(),
+                };
+            }
+            Failure::Lease(e) => return e,
+        };
         // The server's own words ("password authentication failed for user
         // ..."), not the client's "db error".
         let Some(db) = e.as_db_error() else {
@@ -146,210 +165,208 @@ impl PostgresRegistry {
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
         {
             LeaseError::Unauthorized { address, source }
+        } else if *code == SqlState::CANNOT_CONNECT_NOW
+            || *code == SqlState::ADMIN_SHUTDOWN
+            || *code == SqlState::CRASH_SHUTDOWN
+        {
+            // Starting up or shutting down: it will answer, just not now.
+            LeaseError::Unreachable { address, source }
         } else {
             LeaseError::Server { address, source }
         }
+    }
+
+    fn corrupt(&self, detail: String) -> Failure<tokio_postgres::Error> {
+        Failure::Lease(LeaseError::Corrupt {
+            address: self.remote.address.clone(),
+            detail,
+        })
+    }
+
+    /// A column that must hold a count of ms (or a version): never negative.
+    fn unsigned(&self, row: &Row, column: &str) -> Result<u64, Failure<tokio_postgres::Error>> {
+        let value: i64 = row.try_get(column)?;
+        u64::try_from(value).map_err(|_| {
+            let worker: i64 = row.try_get("worker").unwrap_or(-1);
+            self.corrupt(format!("worker {worker}'s {column} is {value}"))
+        })
     }
 }
 
 impl fmt::Debug for PostgresRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresRegistry")
-            .field("address", &self.address)
+            .field("address", &self.remote.address)
             .finish_non_exhaustive()
     }
 }
 
-/// Why a call failed, before it is told as a [`LeaseError`].
-enum Failure {
-    Postgres(postgres::Error),
-    Lease(LeaseError),
-    Corrupt(String),
-}
-
-impl From<postgres::Error> for Failure {
-    fn from(e: postgres::Error) -> Self {
-        Failure::Postgres(e)
+/// Creates the table if it is missing, and adds the columns an older
+/// flakegen's table lacks. A table created here is new, so its marker says
+/// nothing was lost; a table that exists without a marker lost its rows, and
+/// the next acquisition marks the moment.
+async fn create_table(client: &Client) -> Result<(), tokio_postgres::Error> {
+    client
+        .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1593)")
+        .await?;
+    let done = async {
+        let existed: bool = client
+            .query_one("SELECT to_regclass('flakegen_leases') IS NOT NULL", &[])
+            .await?
+            .get(0);
+        if !existed {
+            client.batch_execute(PostgresRegistry::DDL).await?;
+            client
+                .batch_execute(PostgresRegistry::NEW_TABLE_MARKER)
+                .await?;
+        } else {
+            let missing: i64 = client
+                .query_one(
+                    "SELECT 2 - count(*) FROM information_schema.columns \
+                     WHERE table_name = 'flakegen_leases' AND column_name IN ('version', 'marker_ms') \
+                     AND table_schema = current_schema()",
+                    &[],
+                )
+                .await?
+                .get(0);
+            if missing > 0 {
+                client
+                    .batch_execute(
+                        "ALTER TABLE flakegen_leases \
+                         ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 0, \
+                         ADD COLUMN IF NOT EXISTS marker_ms bigint NOT NULL DEFAULT 0",
+                    )
+                    .await?;
+            }
+        }
+        client.batch_execute("COMMIT").await
+    };
+    match done.await {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = client.batch_execute("ROLLBACK").await;
+            Err(e)
+        }
     }
 }
 
-/// Creates the table if it is missing. A table created here is new, so its
-/// marker says nothing was lost; a table that exists without a marker lost
-/// its rows, and the next acquisition marks the moment.
-fn create_table(client: &mut Client) -> Result<(), postgres::Error> {
-    let mut tx = client.transaction()?;
-    tx.execute("SELECT pg_advisory_xact_lock(1593)", &[])?;
-    let existed: bool = tx
-        .query_one("SELECT to_regclass('flakegen_leases') IS NOT NULL", &[])?
-        .get(0);
-    if !existed {
-        tx.batch_execute(PostgresRegistry::DDL)?;
-        tx.batch_execute(PostgresRegistry::NEW_TABLE_MARKER)?;
-    }
-    tx.commit()
-}
-
-/// A column that must hold a time in ms (or a count) since 1970.
-fn millis(value: i64, what: &str, worker: i64) -> Result<u64, Failure> {
-    u64::try_from(value)
-        .map_err(|_| Failure::Corrupt(format!("worker {worker}'s {what} is {value}")))
-}
-
-fn to_i64(value: u64) -> i64 {
+fn signed(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// Serialises acquisitions (and re-creations after a loss) in one namespace.
-fn lock_namespace(
-    tx: &mut postgres::Transaction<'_>,
-    namespace: &str,
-) -> Result<(), postgres::Error> {
-    tx.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended($1, 1593))",
-        &[&namespace],
-    )?;
-    Ok(())
-}
-
 impl Registry for PostgresRegistry {
-    fn acquire(&self, request: &AcquireRequest<'_>) -> Result<Grant, LeaseError> {
-        super::check_namespace(request.namespace)?;
-        let namespace = request.namespace;
-        self.with_client(|client| {
-            let mut tx = client.transaction()?;
-            lock_namespace(&mut tx, namespace)?;
-            // The marker: if the table lost its rows, now is when it was
-            // first used again.
-            tx.execute(
-                &format!(
-                    "INSERT INTO flakegen_leases (namespace, worker, fence_ms) \
-                     VALUES {MARKER_VALUES} ON CONFLICT DO NOTHING",
-                    MARKER_VALUES = format_args!("('', -1, {NOW_MS})")
-                ),
-                &[],
-            )?;
-            let marker_row = tx.query_one(
-                &format!(
-                    "SELECT fence_ms FROM flakegen_leases WHERE (namespace, worker) = {MARKER}"
-                ),
-                &[],
-            )?;
-            let marker = millis(marker_row.try_get(0)?, "marker", -1)?;
-            let rows = tx.query(
-                &format!(
-                    "SELECT worker, holder, expires_ms, fence_ms, {NOW_MS} AS now_ms \
-                     FROM flakegen_leases WHERE namespace = $1 AND worker < $2 \
-                     ORDER BY worker FOR UPDATE"
-                ),
-                &[&namespace, &to_i64(request.workers)],
-            )?;
-            let mut records = std::collections::HashMap::new();
-            for row in &rows {
-                let worker: i64 = row.try_get("worker")?;
-                let holder: Option<String> = row.try_get("holder")?;
-                let expires = millis(row.try_get("expires_ms")?, "expiry", worker)?;
-                let fence = millis(row.try_get("fence_ms")?, "fence", worker)?;
-                let now = millis(row.try_get("now_ms")?, "clock", worker)?;
-                if let Ok(worker) = u64::try_from(worker) {
-                    let held = holder.is_some_and(|h| !h.is_empty()) && expires > now;
-                    records.insert(
-                        worker,
-                        Record {
-                            held,
-                            fence_unix_ms: fence,
-                        },
-                    );
-                } else {
-                    return Err(Failure::Corrupt(format!("a row has worker id {worker}")));
+    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
+        super::registry::check_namespace(namespace)?;
+        self.run(|client| async move {
+            let head = client
+                .query_one(
+                    &format!(
+                        "SELECT {NOW_MS} AS now_ms, (SELECT fence_ms FROM flakegen_leases \
+                         WHERE namespace = '' AND worker = -1) AS marker_ms"
+                    ),
+                    &[],
+                )
+                .await?;
+            let rows = client
+                .query(
+                    "SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, \
+                     expires_ms, fence_ms FROM flakegen_leases \
+                     WHERE namespace = $1 AND worker >= 0 AND worker < $2",
+                    &[&namespace, &signed(workers)],
+                )
+                .await?;
+            let marker: Option<i64> = head.try_get("marker_ms")?;
+            let marker_ms = match marker {
+                Some(m) => {
+                    Some(u64::try_from(m).map_err(|_| self.corrupt(format!("the marker is {m}")))?)
                 }
+                None => None,
+            };
+            let mut records = Vec::with_capacity(rows.len());
+            for row in &rows {
+                records.push(Record {
+                    worker: self.unsigned(row, "worker")?,
+                    holder: row.try_get("holder")?,
+                    version: self.unsigned(row, "version")?,
+                    marker_ms: self.unsigned(row, "marker_ms")?,
+                    expires_ms: self.unsigned(row, "expires_ms")?,
+                    fence_ms: self.unsigned(row, "fence_ms")?,
+                });
             }
-            let unknown = super::unknown_fence(marker, request);
-            let grant =
-                super::choose(request, unknown, |w| records.get(&w).copied()).map_err(|held| {
-                    Failure::Lease(LeaseError::AllHeld {
-                        namespace: namespace.to_owned(),
-                        held,
-                    })
-                })?;
-            let ttl_ms = to_i64(u64::try_from(request.ttl.as_millis()).unwrap_or(u64::MAX));
-            tx.execute(
-                &format!(
-                    "INSERT INTO flakegen_leases (namespace, worker, holder, expires_ms, fence_ms) \
-                     VALUES ($1, $2, $3, {NOW_MS} + $4, $5) \
-                     ON CONFLICT (namespace, worker) DO UPDATE SET holder = excluded.holder, \
-                     expires_ms = excluded.expires_ms, fence_ms = excluded.fence_ms"
-                ),
-                &[
-                    &namespace,
-                    &to_i64(grant.worker),
-                    &request.holder,
-                    &ttl_ms,
-                    &to_i64(grant.fence_unix_ms),
-                ],
-            )?;
-            tx.commit()?;
-            Ok(grant)
+            Ok(Snapshot {
+                server_ms: self.unsigned(&head, "now_ms")?,
+                marker_ms,
+                records,
+            })
         })
     }
 
-    fn renew(
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+        super::registry::check_namespace(namespace)?;
+        self.run(|client| async move {
+            let row = client
+                .query_one(
+                    &format!(
+                        "WITH new AS (INSERT INTO flakegen_leases (namespace, worker, fence_ms) \
+                         VALUES ('', -1, {CEIL_NOW_MS}) ON CONFLICT DO NOTHING RETURNING fence_ms) \
+                         SELECT fence_ms FROM new UNION ALL SELECT fence_ms FROM flakegen_leases \
+                         WHERE namespace = '' AND worker = -1 LIMIT 1"
+                    ),
+                    &[],
+                )
+                .await?;
+            let marker: i64 = row.try_get(0)?;
+            u64::try_from(marker).map_err(|_| self.corrupt(format!("the marker is {marker}")))
+        })
+    }
+
+    fn swap(
         &self,
-        lease: &LeaseKey<'_>,
-        fence_unix_ms: u64,
-        ttl: Duration,
-    ) -> Result<u64, LeaseError> {
-        let ttl_ms = to_i64(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
-        let (namespace, worker, fence) =
-            (lease.namespace, to_i64(lease.worker), to_i64(fence_unix_ms));
-        self.with_client(|client| {
-            let renewed = client.query_opt(
-                &format!(
-                    "UPDATE flakegen_leases SET expires_ms = {NOW_MS} + $4, \
-                     fence_ms = GREATEST(fence_ms, $5) \
-                     WHERE namespace = $1 AND worker = $2 AND holder = $3 RETURNING fence_ms"
-                ),
-                &[&namespace, &worker, &lease.holder, &ttl_ms, &fence],
-            )?;
-            if let Some(row) = renewed {
-                return millis(row.try_get(0)?, "fence", worker);
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        write: &Write<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        super::registry::check_namespace(namespace)?;
+        let set = format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END");
+        let sql = match expect.version {
+            Some(_) => format!(
+                "WITH marker AS ({MARKER_HELD}) UPDATE flakegen_leases SET \
+                 holder = NULLIF($5::text, ''), version = $6, marker_ms = $3, \
+                 expires_ms = {set}, fence_ms = $8 \
+                 WHERE namespace = $1 AND worker = $2 AND version = $4 \
+                 AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}"
+            ),
+            None => format!(
+                "WITH marker AS ({MARKER_HELD}) INSERT INTO flakegen_leases \
+                 (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
+                 SELECT $1, $2, NULLIF($5::text, ''), $6, $3, {set}, $8 \
+                 WHERE EXISTS (SELECT 1 FROM marker) AND $4::bigint IS NULL \
+                 ON CONFLICT DO NOTHING RETURNING {NOW_MS}"
+            ),
+        };
+        let params = (
+            namespace.to_owned(),
+            signed(worker),
+            signed(expect.marker_ms),
+            expect.version.map(signed),
+            write.holder.to_owned(),
+            signed(write.version),
+            signed(write.ttl_ms),
+            signed(write.fence_ms),
+        );
+        self.run(|client| async move {
+            let (ns, w, m, v, h, nv, ttl, f) = &params;
+            let row = client
+                .query_opt(&sql, &[ns, w, m, v, h, nv, ttl, f])
+                .await?;
+            match row {
+                Some(row) => {
+                    let now: i64 = row.try_get(0)?;
+                    Ok(Some(u64::try_from(now).unwrap_or(0)))
+                }
+                None => Ok(None),
             }
-            // No row of ours. If there is no row at all, the table lost it,
-            // and nobody has taken the id since (that would have written a
-            // row): it is still ours, so write it again.
-            let mut tx = client.transaction()?;
-            lock_namespace(&mut tx, namespace)?;
-            let recreated = tx.query_opt(
-                &format!(
-                    "INSERT INTO flakegen_leases (namespace, worker, holder, expires_ms, fence_ms) \
-                     VALUES ($1, $2, $3, {NOW_MS} + $4, $5) ON CONFLICT DO NOTHING RETURNING fence_ms"
-                ),
-                &[&namespace, &worker, &lease.holder, &ttl_ms, &fence],
-            )?;
-            tx.commit()?;
-            match recreated {
-                Some(row) => millis(row.try_get(0)?, "fence", worker),
-                None => Err(Failure::Lease(LeaseError::Lost {
-                    namespace: namespace.to_owned(),
-                    worker: lease.worker,
-                })),
-            }
-        })
-    }
-
-    fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError> {
-        self.with_client(|client| {
-            client.execute(
-                "UPDATE flakegen_leases SET holder = NULL, expires_ms = 0, \
-                 fence_ms = LEAST(fence_ms, $4) \
-                 WHERE namespace = $1 AND worker = $2 AND holder = $3",
-                &[
-                    &lease.namespace,
-                    &to_i64(lease.worker),
-                    &lease.holder,
-                    &to_i64(fence_unix_ms),
-                ],
-            )?;
-            Ok(())
         })
     }
 }

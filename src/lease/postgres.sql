@@ -1,13 +1,17 @@
 CREATE TABLE IF NOT EXISTS flakegen_leases (
     namespace  text   NOT NULL,
-    -- The worker id; -1 is the namespace's marker row.
+    -- The worker id; -1 is the table's marker row (namespace '').
     worker     bigint NOT NULL,
     -- The holder's token; NULL when nobody holds it.
     holder     text,
+    -- Changes with every write: a write names the version it replaces.
+    version    bigint NOT NULL DEFAULT 0,
+    -- The marker in force when the row was written.
+    marker_ms  bigint NOT NULL DEFAULT 0,
     -- When the lease expires, by the server's clock (ms since 1970).
     expires_ms bigint NOT NULL DEFAULT 0,
-    -- The fence (ms since 1970): the holder's IDs are all earlier. In the
-    -- marker row: when the namespace was first used, or used after a loss.
+    -- The fence (ms since 1970): the holders' IDs are all earlier. In the
+    -- marker row: when the table's data began.
     fence_ms   bigint NOT NULL,
     PRIMARY KEY (namespace, worker)
 );

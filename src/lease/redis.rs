@@ -1,156 +1,145 @@
-//! Leases in Redis keys (feature `redis`).
+//! Leases in Redis keys (feature `redis`): storage steps only.
 
 use std::fmt;
-use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
-use redis::{Client, Connection, ErrorKind, RedisError, Script, Value};
+use redis::aio::MultiplexedConnection;
+use redis::{Client, ErrorKind, RedisError, Script, Value};
 
-use super::{AcquireRequest, DEFAULT_TIMEOUT, Grant, LeaseError, LeaseKey, Registry};
+use super::remote::{Connected, Failure, Remote};
+use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
 
-/// Worker-id leases kept in Redis: a hash per worker id and one marker.
+/// Worker-id leases kept in Redis: a hash per worker id and a marker per
+/// namespace.
 ///
 /// ```text
-/// flakegen:marker                 string: when the data began, ms (server clock)
-/// flakegen:{<namespace>}:w:<id>   hash: holder, expires (ms, server clock), fence (ms)
+/// flakegen:{<namespace>}:marker     string: <run_id>:<ms>, when the data began (server clock)
+/// flakegen:{<namespace>}:w:<id>     hash: holder, version, marker, expires, fence
 /// ```
 ///
-/// Every check and write that must be one step is a Lua script, which Redis
-/// runs atomically; expiry is judged by the server's `TIME`. Acquiring reads
-/// every id of the layout, so it is a script of a few milliseconds for a
-/// 10-bit worker field (about 50 ms for Sonyflake's 16 bits), run once per
-/// generator. The scripts touch the marker and a namespace's keys together,
-/// so the registry needs a single Redis (with replicas or Sentinel if you
-/// like), not Redis Cluster.
+/// Each step is a Lua script, which Redis runs atomically, and expiry is
+/// judged by the server's `TIME`. A [`swap`](Registry::swap) compares the
+/// marker and the record's version and writes in one script: it holds no
+/// policy. Reading a namespace reads every id of the layout, a few
+/// milliseconds for a 10-bit worker field (about 50 ms for Sonyflake's 16
+/// bits), once per build. A namespace's keys share a hash tag, so Redis
+/// Cluster keeps them on one shard. Every call, connecting included,
+/// finishes or fails within [`DEFAULT_TIMEOUT`] on the client.
 ///
-/// # Persistence
+/// # What counts as a loss
 ///
-/// A Redis that restarts empty is safe, at the price of a wait. Ids with no
-/// record are fenced one TTL plus the skew allowance past the marker (see
-/// [the lease docs](super#a-registry-that-loses-its-data)). When the marker
-/// is missing, the first acquisition writes the server's start time (from
-/// `TIME` and `INFO`'s uptime), since that is when an empty Redis's data
-/// began: only the first TTL after a restart waits, and a Redis that has run
-/// for longer than that does not make its first users wait at all. Data
-/// removed by hand while Redis runs (`FLUSHALL`, `DEL`) is not detected: do
-/// not do that under running generators. Replication is asynchronous too, so
-/// a failover to a replica can lose an acquisition. Use one Redis, or make
-/// failover a restart (the new primary starts empty) rather than a promotion.
+/// **Every restart of the server process**, whatever its persistence, and a
+/// failover to a replica. The marker names the server process (`run_id`)
+/// that wrote it, and a marker from another process is replaced by the
+/// server's clock now. Persistence cannot be trusted here: `appendfsync
+/// everysec` loses the last second of writes, and a replica lags its
+/// primary, so a renewal its holder already used may be gone, and an older
+/// fence in its place. After a restart, the first TTL and skew wait.
 ///
-/// To avoid the wait after restarts, run Redis with `appendonly yes` and
-/// `appendfsync everysec`, which loses at most a second of writes. A renewal
-/// lost that way is harmless, because the holder had not used the new fence
-/// yet.
-///
-/// Connecting, and each request, may take [`DEFAULT_TIMEOUT`].
+/// A namespace that has no marker yet gets the moment its server started,
+/// rounded up to a second: a server that has run for longer than a TTL and
+/// the skew makes nobody wait. Not detected, so never done under running
+/// generators: deleting keys by hand (`DEL`, `FLUSHDB`, `FLUSHALL`), or
+/// letting Redis evict them. A `maxmemory-policy` of `allkeys-*` is refused.
 ///
 /// # Examples
 ///
 /// ```no_run
-/// use flakegen::{Builder, IdGenerator, lease::RedisRegistry};
+/// use flakegen::{Builder, IdGenerator, lease::{Lease, RedisRegistry}};
 ///
 /// let registry = RedisRegistry::new("redis://:secret@127.0.0.1:6379/0")?;
-/// let generator = Builder::new().lease(registry, "orders").build_atomic()?;
+/// let generator = Builder::new().lease(Lease::new(registry, "orders")).build_atomic()?;
 /// # Ok::<(), flakegen::Error>(())
 /// ```
 pub struct RedisRegistry {
     client: Client,
-    address: String,
-    connection: Mutex<Option<Connection>>,
-    acquire: Script,
-    renew: Script,
-    release: Script,
+    remote: Remote<MultiplexedConnection>,
+    read: Script,
+    mark: Script,
+    swap: Script,
 }
 
-/// The server's clock in ms, at the top of every script.
-macro_rules! lua_now {
+/// The server's clock (`now`, ms rounded down) and process (`run`), at the
+/// top of every script.
+macro_rules! lua_server {
     () => {
         "local t = redis.call('TIME')\n\
-         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n\
+         local info = redis.call('INFO', 'server')\n\
+         local run = string.match(info, 'run_id:(%x+)')\n"
     };
 }
 
-/// KEYS: marker. ARGV: record key prefix, workers, holder, ttl ms, fence ms,
-/// holder's now ms, skew ms. The same choice as `lease::choose`.
-const ACQUIRE: &str = concat!(
-    lua_now!(),
+/// KEYS: marker. ARGV: record key prefix, workers.
+/// Returns `{now, marker or '', [worker, holder, version, marker, expires, fence]...}`.
+const READ: &str = concat!(
+    lua_server!(),
     r#"
-local marker = redis.call('GET', KEYS[1])
-if marker then
-  marker = tonumber(marker)
-  if not marker then return redis.error_reply('FLAKEGEN_CORRUPT marker ' .. KEYS[1]) end
+local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w%-]+)')
+if policy and string.sub(policy, 1, 8) == 'allkeys-' then
+  return redis.error_reply('FLAKEGEN_EVICTS ' .. policy)
+end
+local marker = ''
+local m = redis.call('GET', KEYS[1])
+if m then
+  local r, ms = string.match(m, '^(%x+):(%d+)$')
+  if not r then return redis.error_reply('FLAKEGEN_CORRUPT marker ' .. KEYS[1]) end
+  if r == run then marker = ms end
+end
+local out = {now, marker}
+for w = 0, tonumber(ARGV[2]) - 1 do
+  local r = redis.call('HMGET', ARGV[1] .. w, 'holder', 'version', 'marker', 'expires', 'fence')
+  if r[1] or r[2] or r[3] or r[4] or r[5] then
+    table.insert(out, w)
+    for i = 1, 5 do table.insert(out, r[i] or '') end
+  end
+end
+return out
+"#
+);
+
+/// KEYS: marker. Returns the marker in force, in ms, writing one if need be.
+const MARK: &str = concat!(
+    lua_server!(),
+    r#"
+local ceil_now = tonumber(t[1]) * 1000 + math.ceil(tonumber(t[2]) / 1000)
+local m = redis.call('GET', KEYS[1])
+local began
+if m then
+  local r, ms = string.match(m, '^(%x+):(%d+)$')
+  if not r then return redis.error_reply('FLAKEGEN_CORRUPT marker ' .. KEYS[1]) end
+  if r == run then return ms end
+  -- Written by another server process: whatever came after it may be lost.
+  began = math.max(ceil_now, tonumber(ms) + 1)
 else
-  -- Data vanishes on a restart: the server's start is when it began.
-  local up = string.match(redis.call('INFO', 'server'), 'uptime_in_seconds:(%d+)')
-  marker = now - (tonumber(up) or 0) * 1000
-  redis.call('SET', KEYS[1], marker)
+  -- Uptime counts whole seconds: the start lies within the second after.
+  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
+  began = math.min(ceil_now, (tonumber(t[1]) - up + 1) * 1000)
 end
-local workers, ttl, fence = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local holder_now, skew = tonumber(ARGV[6]), tonumber(ARGV[7])
-local unknown = marker + ttl + skew
-local best, best_fence, best_later, held = nil, nil, nil, 0
-for w = 0, workers - 1 do
-  local key = ARGV[1] .. w
-  local r = redis.call('HMGET', key, 'holder', 'expires', 'fence')
-  local f, free
-  if not r[3] then
-    if r[1] or r[2] then return redis.error_reply('FLAKEGEN_CORRUPT no fence in ' .. key) end
-    f, free = unknown, true
-  else
-    f = tonumber(r[3])
-    local e = tonumber(r[2] or '0')
-    if not f or not e then return redis.error_reply('FLAKEGEN_CORRUPT ' .. key) end
-    free = (not r[1]) or r[1] == '' or e <= now
-  end
-  if free then
-    local later = f > holder_now
-    if best == nil or (best_later and not later) or (later == best_later and f < best_fence) then
-      best, best_fence, best_later = w, f, later
-    end
-  else
-    held = held + 1
-  end
-end
-if best == nil then return {'held', held} end
-local granted = math.max(best_fence, fence)
-redis.call('HSET', ARGV[1] .. best, 'holder', ARGV[3], 'expires', now + ttl, 'fence', granted)
-return {'granted', best, best_fence, granted}
+local text = string.format('%.0f', began)
+redis.call('SET', KEYS[1], run .. ':' .. text)
+return text
 "#
 );
 
-/// ARGV: record key, holder, ttl ms, fence ms.
-const RENEW: &str = concat!(
-    lua_now!(),
+/// KEYS: marker, record. ARGV: expected marker ms, expected version ('' for
+/// no record), holder, version, ttl ms, fence ms. Returns `now`, or nil.
+const SWAP: &str = concat!(
+    lua_server!(),
     r#"
-local key = ARGV[1]
-local r = redis.call('HMGET', key, 'holder', 'expires', 'fence')
-local ttl, fence = tonumber(ARGV[3]), tonumber(ARGV[4])
-if not r[3] then
-  if r[1] or r[2] then return redis.error_reply('FLAKEGEN_CORRUPT no fence in ' .. key) end
-  -- Redis lost the record, and nobody has taken the id since (that would
-  -- have written one): it is still ours.
-  redis.call('HSET', key, 'holder', ARGV[2], 'expires', now + ttl, 'fence', fence)
-  return {'renewed', fence}
+if redis.call('GET', KEYS[1]) ~= run .. ':' .. ARGV[1] then return false end
+if ARGV[2] == '' then
+  if redis.call('EXISTS', KEYS[2]) == 1 then return false end
+elseif redis.call('HGET', KEYS[2], 'version') ~= ARGV[2] then
+  return false
 end
-if r[1] ~= ARGV[2] then return {'lost'} end
-local f = tonumber(r[3])
-if not f then return redis.error_reply('FLAKEGEN_CORRUPT ' .. key) end
-local renewed = math.max(f, fence)
-redis.call('HSET', key, 'expires', now + ttl, 'fence', renewed)
-return {'renewed', renewed}
+local ttl = tonumber(ARGV[5])
+local expires = 0
+if ttl > 0 then expires = now + ttl end
+redis.call('HSET', KEYS[2], 'holder', ARGV[3], 'version', ARGV[4], 'marker', ARGV[1],
+  'expires', string.format('%.0f', expires), 'fence', ARGV[6])
+return now
 "#
 );
-
-/// ARGV: record key, holder, fence ms.
-const RELEASE: &str = r#"
-local key = ARGV[1]
-local r = redis.call('HMGET', key, 'holder', 'fence')
-if r[1] ~= ARGV[2] then return 0 end
-local f = tonumber(r[2])
-if not f then return redis.error_reply('FLAKEGEN_CORRUPT ' .. key) end
-redis.call('HSET', key, 'holder', '', 'expires', 0, 'fence', math.min(f, tonumber(ARGV[3])))
-return 1
-"#;
 
 impl RedisRegistry {
     /// A registry at `url` (`redis://:password@host:port/db`). Nothing is
@@ -166,49 +155,43 @@ impl RedisRegistry {
         let address = client.get_connection_info().addr.to_string();
         Ok(RedisRegistry {
             client,
-            address,
-            connection: Mutex::new(None),
-            acquire: Script::new(ACQUIRE),
-            renew: Script::new(RENEW),
-            release: Script::new(RELEASE),
+            remote: Remote::new(address)?,
+            read: Script::new(READ),
+            mark: Script::new(MARK),
+            swap: Script::new(SWAP),
         })
     }
 
-    /// Runs `f` on a connection, opening one first if need be; drops a
-    /// connection that broke.
-    fn with_connection<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, RedisError>,
-    ) -> Result<T, LeaseError> {
-        let mut slot = self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let connection = match slot.take() {
-            Some(connection) => slot.insert(connection),
-            None => {
-                let connection = self
-                    .client
-                    .get_connection_with_timeout(DEFAULT_TIMEOUT)
-                    .and_then(|c| {
-                        c.set_read_timeout(Some(DEFAULT_TIMEOUT))?;
-                        c.set_write_timeout(Some(DEFAULT_TIMEOUT))?;
-                        Ok(c)
-                    })
-                    .map_err(|e| self.error(e))?;
-                slot.insert(connection)
-            }
+    /// Runs `invocation` on a connection, opening one first if need be.
+    fn invoke(&self, invocation: &redis::ScriptInvocation<'_>) -> Result<Value, LeaseError> {
+        let client = &self.client;
+        let open = || async move {
+            let connection = client.get_multiplexed_async_connection().await?;
+            // The connection drives itself on this registry's runtime.
+            Ok(Connected {
+                client: connection,
+                driver: None,
+            })
         };
-        f(connection).map_err(|e| {
-            if e.is_io_error() || e.is_unrecoverable_error() || e.is_timeout() {
-                *slot = None;
-            }
-            self.error(e)
-        })
+        let result = self.remote.run(open, |mut connection| async move {
+            let reply = invocation.invoke_async(&mut connection).await;
+            (connection, reply.map_err(Failure::Client))
+        });
+        result.map_err(|failure| self.error(failure))
     }
 
-    fn error(&self, e: RedisError) -> LeaseError {
-        let address = self.address.clone();
+    fn error(&self, failure: Failure<RedisError>) -> LeaseError {
+        let address = self.remote.address.clone();
+        let e = match failure {
+            Failure::Client(e) => e,
+            Failure::TimedOut(after) => {
+                return LeaseError::Unreachable {
+                    address,
+                    source: format!("no answer within {after:?}").into(),
+                };
+            }
+            Failure::Lease(e) => return e,
+        };
         if e.kind() == ErrorKind::AuthenticationFailed
             || e.code()
                 .is_some_and(|code| code == "NOAUTH" || code == "WRONGPASS")
@@ -224,10 +207,22 @@ impl RedisRegistry {
                 detail: e.detail().unwrap_or("a record").to_owned(),
             };
         }
+        if e.code() == Some("FLAKEGEN_EVICTS") {
+            let policy = e.detail().unwrap_or("allkeys-*");
+            return LeaseError::Server {
+                address,
+                source: format!(
+                    "maxmemory-policy {policy} may evict lease records, which would let two \
+                     holders share an id: set maxmemory-policy to noeviction"
+                )
+                .into(),
+            };
+        }
         if e.is_io_error()
             || e.is_timeout()
             || e.is_connection_refusal()
             || e.is_connection_dropped()
+            || e.code() == Some("LOADING")
         {
             LeaseError::Unreachable {
                 address,
@@ -243,114 +238,146 @@ impl RedisRegistry {
 
     fn corrupt(&self, reply: &Value) -> LeaseError {
         LeaseError::Corrupt {
-            address: self.address.clone(),
+            address: self.remote.address.clone(),
             detail: format!("unexpected script reply {reply:?}"),
         }
     }
 }
 
-fn key_prefix(namespace: &str) -> String {
-    format!("flakegen:{{{namespace}}}:w:")
+fn keys(namespace: &str) -> (String, String) {
+    (
+        format!("flakegen:{{{namespace}}}:marker"),
+        format!("flakegen:{{{namespace}}}:w:"),
+    )
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+/// A reply item as a number: an integer, or a string of digits; `None` for
+/// an empty string.
+fn number(value: &Value) -> Result<Option<u64>, ()> {
+    match value {
+        Value::Int(n) => u64::try_from(*n).map(Some).map_err(drop),
+        Value::BulkString(bytes) if bytes.is_empty() => Ok(None),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes)
+            .map_err(drop)?
+            .parse()
+            .map(Some)
+            .map_err(drop),
+        _ => Err(()),
+    }
 }
 
-/// The integers of a script's reply table after its first (status) word.
-fn numbers(reply: &[Value]) -> Option<Vec<u64>> {
-    reply[1..]
-        .iter()
-        .map(|v| match v {
-            Value::Int(n) => u64::try_from(*n).ok(),
-            _ => None,
-        })
-        .collect()
-}
-
-fn status(reply: &Value) -> Option<(&str, &[Value])> {
-    let Value::Array(items) = reply else {
-        return None;
-    };
-    match items.first()? {
-        Value::BulkString(word) => Some((std::str::from_utf8(word).ok()?, items)),
-        Value::SimpleString(word) => Some((word, items)),
-        _ => None,
+fn text(value: &Value) -> Result<String, ()> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).map_err(drop),
+        _ => Err(()),
     }
 }
 
 impl fmt::Debug for RedisRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisRegistry")
-            .field("address", &self.address)
+            .field("address", &self.remote.address)
             .finish_non_exhaustive()
     }
 }
 
 impl Registry for RedisRegistry {
-    fn acquire(&self, request: &AcquireRequest<'_>) -> Result<Grant, LeaseError> {
-        super::check_namespace(request.namespace)?;
-        let marker = "flakegen:marker";
-        let reply: Value = self.with_connection(|c| {
-            self.acquire
-                .key(marker)
-                .arg(key_prefix(request.namespace))
-                .arg(request.workers)
-                .arg(request.holder)
-                .arg(millis(request.ttl))
-                .arg(request.fence_unix_ms)
-                .arg(request.now_unix_ms)
-                .arg(millis(request.skew))
-                .invoke(c)
-        })?;
-        match status(&reply).and_then(|(word, items)| Some((word, numbers(items)?))) {
-            Some(("granted", n)) if n.len() == 3 => Ok(Grant {
-                worker: n[0],
-                previous_fence_unix_ms: n[1],
-                fence_unix_ms: n[2],
-            }),
-            Some(("held", n)) if n.len() == 1 => Err(LeaseError::AllHeld {
-                namespace: request.namespace.to_owned(),
-                held: n[0],
-            }),
-            _ => Err(self.corrupt(&reply)),
+    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
+        super::registry::check_namespace(namespace)?;
+        let (marker, prefix) = keys(namespace);
+        let reply = self.invoke(self.read.key(marker).arg(prefix).arg(workers))?;
+        let corrupt = || self.corrupt(&reply);
+        let Value::Array(items) = &reply else {
+            return Err(corrupt());
+        };
+        let (head, rest) = items.split_at_checked(2).ok_or_else(corrupt)?;
+        let server_ms = number(&head[0]).ok().flatten().ok_or_else(corrupt)?;
+        let marker_ms = number(&head[1]).map_err(|()| corrupt())?;
+        let mut records = Vec::with_capacity(rest.len() / 6);
+        for fields in rest.chunks(6) {
+            let [worker, holder, version, marker, expires, fence] = fields else {
+                return Err(corrupt());
+            };
+            let field = |v: &Value, name: &str| {
+                number(v).ok().flatten().ok_or_else(|| LeaseError::Corrupt {
+                    address: self.remote.address.clone(),
+                    detail: format!("a record's {name} is missing or not a number ({v:?})"),
+                })
+            };
+            records.push(Record {
+                worker: field(worker, "worker id")?,
+                holder: text(holder).map_err(|()| corrupt())?,
+                version: field(version, "version")?,
+                marker_ms: field(marker, "marker")?,
+                expires_ms: field(expires, "expiry")?,
+                fence_ms: field(fence, "fence")?,
+            });
         }
+        Ok(Snapshot {
+            server_ms,
+            marker_ms,
+            records,
+        })
     }
 
-    fn renew(
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+        super::registry::check_namespace(namespace)?;
+        let (marker, _) = keys(namespace);
+        let reply = self.invoke(&self.mark.key(marker))?;
+        number(&reply)
+            .ok()
+            .flatten()
+            .ok_or_else(|| self.corrupt(&reply))
+    }
+
+    fn swap(
         &self,
-        lease: &LeaseKey<'_>,
-        fence_unix_ms: u64,
-        ttl: Duration,
-    ) -> Result<u64, LeaseError> {
-        let key = format!("{}{}", key_prefix(lease.namespace), lease.worker);
-        let reply: Value = self.with_connection(|c| {
-            self.renew
-                .arg(&key)
-                .arg(lease.holder)
-                .arg(millis(ttl))
-                .arg(fence_unix_ms)
-                .invoke(c)
-        })?;
-        match status(&reply).and_then(|(word, items)| Some((word, numbers(items)?))) {
-            Some(("renewed", n)) if n.len() == 1 => Ok(n[0]),
-            Some(("lost", _)) => Err(LeaseError::Lost {
-                namespace: lease.namespace.to_owned(),
-                worker: lease.worker,
-            }),
-            _ => Err(self.corrupt(&reply)),
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        write: &Write<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        super::registry::check_namespace(namespace)?;
+        let (marker, prefix) = keys(namespace);
+        let version = expect.version.map_or(String::new(), |v| v.to_string());
+        let mut invocation = self.swap.key(marker);
+        invocation
+            .key(format!("{prefix}{worker}"))
+            .arg(expect.marker_ms)
+            .arg(version)
+            .arg(write.holder)
+            .arg(write.version)
+            .arg(write.ttl_ms)
+            .arg(write.fence_ms);
+        let reply = self.invoke(&invocation)?;
+        match reply {
+            Value::Nil => Ok(None),
+            ref other => number(other)
+                .ok()
+                .flatten()
+                .map(Some)
+                .ok_or_else(|| self.corrupt(&reply)),
         }
     }
+}
 
-    fn release(&self, lease: &LeaseKey<'_>, fence_unix_ms: u64) -> Result<(), LeaseError> {
-        let key = format!("{}{}", key_prefix(lease.namespace), lease.worker);
-        self.with_connection(|c| {
-            self.release
-                .arg(&key)
-                .arg(lease.holder)
-                .arg(fence_unix_ms)
-                .invoke::<i64>(c)
-        })?;
-        Ok(())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_namespace_keeps_its_keys_on_one_cluster_slot() {
+        let (marker, prefix) = keys("orders");
+        assert_eq!(marker, "flakegen:{orders}:marker");
+        assert_eq!(prefix, "flakegen:{orders}:w:");
+    }
+
+    #[test]
+    fn reply_numbers_are_integers_or_digits() {
+        assert_eq!(number(&Value::Int(5)), Ok(Some(5)));
+        assert_eq!(number(&Value::BulkString(b"12".to_vec())), Ok(Some(12)));
+        assert_eq!(number(&Value::BulkString(Vec::new())), Ok(None));
+        assert!(number(&Value::BulkString(b"x".to_vec())).is_err());
+        assert!(number(&Value::Int(-1)).is_err());
     }
 }

@@ -1,0 +1,159 @@
+//! What can go wrong with a lease.
+
+use core::fmt;
+
+/// What can go wrong with a lease. The message names the server's address
+/// (never its password) and says what to do.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LeaseError {
+    /// The URL's scheme is not one this build supports.
+    UnsupportedUrl {
+        /// The scheme given.
+        scheme: String,
+    },
+    /// The URL could not be parsed.
+    InvalidUrl {
+        /// Why.
+        reason: String,
+    },
+    /// The namespace cannot be used as one.
+    InvalidNamespace {
+        /// Why.
+        reason: &'static str,
+    },
+    /// The server could not be reached, or stopped answering, within the timeout.
+    Unreachable {
+        /// The server's address.
+        address: String,
+        /// What the client reported.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server refused the credentials.
+    Unauthorized {
+        /// The server's address.
+        address: String,
+        /// What the server said.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Every worker id of the namespace is held.
+    AllHeld {
+        /// The namespace.
+        namespace: String,
+        /// How many ids are held (all the layout has).
+        held: u64,
+    },
+    /// The lease is no longer this holder's: it expired and another holder
+    /// took it, or it was released.
+    Lost {
+        /// The namespace.
+        namespace: String,
+        /// The worker id.
+        worker: u64,
+    },
+    /// This host's clock reads further ahead of the registry server's than
+    /// the skew allowance: the rule that fences a lost registry's ids would
+    /// not hold.
+    ClockAhead {
+        /// How far ahead, at least, in ms.
+        ahead_ms: u64,
+        /// The allowance ([`Lease::skew`](super::Lease::skew)), in ms.
+        skew_ms: u64,
+    },
+    /// Other acquisitions kept taking the ids this one chose.
+    Contended {
+        /// The namespace.
+        namespace: String,
+        /// How many times it tried.
+        attempts: u32,
+    },
+    /// A record in the registry is not one flakegen wrote.
+    Corrupt {
+        /// The server's address.
+        address: String,
+        /// What was found.
+        detail: String,
+    },
+    /// The server answered with an error.
+    Server {
+        /// The server's address.
+        address: String,
+        /// What the server said.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseError::UnsupportedUrl { scheme } => write!(
+                f,
+                "no lease registry for {scheme:?} URLs: use postgres:// or redis:// \
+                 with the crate's postgres or redis feature on"
+            ),
+            LeaseError::InvalidUrl { reason } => {
+                write!(f, "invalid lease registry URL: {reason}")
+            }
+            LeaseError::InvalidNamespace { reason } => {
+                write!(f, "invalid lease namespace: {reason}")
+            }
+            LeaseError::Unreachable { address, source } => write!(
+                f,
+                "lease registry at {address} is unreachable ({source}): check that the server \
+                 runs and the address is right"
+            ),
+            LeaseError::Unauthorized { address, source } => write!(
+                f,
+                "lease registry at {address} refused the credentials ({source}): check the \
+                 user name and password in the URL"
+            ),
+            LeaseError::AllHeld { namespace, held } => write!(
+                f,
+                "all {held} worker ids of lease namespace {namespace:?} are held: stop a \
+                 generator, wait for a crashed one's lease to expire, or use a layout \
+                 with more worker bits"
+            ),
+            LeaseError::Lost { namespace, worker } => write!(
+                f,
+                "the lease on worker id {worker} of namespace {namespace:?} is no longer held: \
+                 build a new generator to lease an id again"
+            ),
+            LeaseError::ClockAhead { ahead_ms, skew_ms } => write!(
+                f,
+                "this host's clock reads at least {ahead_ms} ms ahead of the lease registry \
+                 server's, more than the skew allowance of {skew_ms} ms: synchronise the \
+                 clocks (NTP), or raise Lease::skew on every generator of the namespace"
+            ),
+            LeaseError::Contended {
+                namespace,
+                attempts,
+            } => write!(
+                f,
+                "{attempts} acquisitions in lease namespace {namespace:?} in a row lost a race \
+                 with other generators: build again"
+            ),
+            LeaseError::Corrupt { address, detail } => write!(
+                f,
+                "lease registry at {address} holds a record flakegen did not write ({detail}): \
+                 remove it, or use another namespace"
+            ),
+            LeaseError::Server { address, source } => {
+                write!(
+                    f,
+                    "lease registry at {address} answered with an error: {source}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for LeaseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LeaseError::Unreachable { source, .. }
+            | LeaseError::Unauthorized { source, .. }
+            | LeaseError::Server { source, .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The fence: the one place where a registry's milliseconds meet a layout's
+//! units and ticks.
+//!
+//! A registry stores instants as whole milliseconds since 1970. A generator
+//! counts in ticks (see `layout.rs`). Every conversion between the two is a
+//! method here, each rounded to the safe side, and [`Fence`] shares the
+//! confirmed fence with the hot path as one tick to compare against.
+
+use std::time::Duration;
+
+use crate::layout::Layout;
+use crate::sync::{AtomicU64, Ordering};
+
+const NANOS_PER_MILLI: u64 = 1_000_000;
+
+/// Whole milliseconds in `d`, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A clock reading in whole milliseconds, rounded down: a holder's "now" is
+/// never later than its clock, so a fence it derives leads by no more than asked.
+pub(crate) fn floor_millis(unix_nanos: u64) -> u64 {
+    unix_nanos / NANOS_PER_MILLI
+}
+
+/// Nanoseconds at a millisecond instant, saturating.
+pub(crate) fn nanos(unix_ms: u64) -> u64 {
+    unix_ms.saturating_mul(NANOS_PER_MILLI)
+}
+
+/// The first unit a holder may issue in when its predecessor's fence is
+/// `fence_ms`: the first unit that starts at or after the fence (possibly
+/// past the layout's end).
+pub(crate) fn start_unit(layout: &Layout, fence_ms: u64) -> u64 {
+    layout.first_unit_at_or_after(nanos(fence_ms))
+}
+
+/// The first tick that may not be issued under a fence at `fence_ms`: the
+/// first tick of [`start_unit`]. An ID's timestamp is its unit's start, so a
+/// unit that starts before the fence is below it even if it ends after.
+pub(crate) fn cap(layout: &Layout, fence_ms: u64) -> u64 {
+    let unit = start_unit(layout, fence_ms).min(layout.max_timestamp() + 1);
+    layout.first_tick(unit)
+}
+
+/// The fence a holder lowers its own to when it stops, having issued up to
+/// `last_tick`: the start of the next unit, rounded up to a millisecond, so
+/// that [`start_unit`] of it is that next unit.
+pub(crate) fn high_water_ms(layout: &Layout, last_tick: u64) -> u64 {
+    let last_unit = layout.unit_of_tick(last_tick.min(layout.max_tick()));
+    layout
+        .unit_start_nanos(last_unit + 1)
+        .div_ceil(NANOS_PER_MILLI)
+}
+
+/// The confirmed fence a generator issues below, shared by the hot path and
+/// the lease's thread.
+pub(crate) struct Fence {
+    /// The first tick that may not be issued; `u64::MAX` without a lease.
+    cap: AtomicU64,
+    /// The confirmed fence, in ms since 1970.
+    unix_ms: AtomicU64,
+}
+
+impl Fence {
+    /// No lease: nothing is capped.
+    pub(crate) fn none() -> Fence {
+        Fence {
+            cap: AtomicU64::new(u64::MAX),
+            unix_ms: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// A confirmed fence at `unix_ms`.
+    pub(crate) fn at(layout: &Layout, unix_ms: u64) -> Fence {
+        Fence {
+            cap: AtomicU64::new(cap(layout, unix_ms)),
+            unix_ms: AtomicU64::new(unix_ms),
+        }
+    }
+
+    /// The first tick that may not be issued.
+    #[inline]
+    pub(crate) fn cap(&self) -> u64 {
+        // Relaxed: a fence only moves forward, once the server confirmed it,
+        // and a caller that reads an older one only refuses sooner. No other
+        // memory is published through it.
+        self.cap.load(Ordering::Relaxed)
+    }
+
+    /// The confirmed fence, in ms since 1970.
+    pub(crate) fn unix_ms(&self) -> u64 {
+        // Relaxed: as in `cap`.
+        self.unix_ms.load(Ordering::Relaxed)
+    }
+
+    /// Moves the fence forward to a confirmed `unix_ms`; never back.
+    pub(crate) fn confirm(&self, layout: &Layout, unix_ms: u64) {
+        // Relaxed: see `cap`. The two move apart for a moment; each only ever
+        // grows, and the cap is the only one the hot path reads.
+        self.unix_ms.fetch_max(unix_ms, Ordering::Relaxed);
+        self.cap.fetch_max(cap(layout, unix_ms), Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holder_stops_where_its_successor_starts() {
+        let layout = Layout::SONYFLAKE; // 10 ms units
+        // A holder that issued up to unit 41 releases at unit 42's start...
+        let last_tick = layout.first_tick(41) + 3;
+        let released = high_water_ms(&layout, last_tick);
+        assert_eq!(nanos(released), layout.unit_start_nanos(42));
+        // ...so its successor starts at unit 42, and its own cap stops it there.
+        assert_eq!(start_unit(&layout, released), 42);
+        assert_eq!(cap(&layout, released), layout.first_tick(42));
+    }
+
+    #[test]
+    fn a_fence_inside_a_unit_rounds_up_for_both_sides() {
+        // 3 ms into a 10 ms unit: the unit starts below the fence, so it is
+        // the holder's, and the successor starts at the next one. Rounding
+        // the fence down instead would hand unit 50 to both.
+        let layout = Layout::SONYFLAKE;
+        let inside = layout.unit_start_nanos(50) / NANOS_PER_MILLI + 3;
+        assert_eq!(cap(&layout, inside), layout.first_tick(51));
+        assert_eq!(start_unit(&layout, inside), 51);
+        let on = layout.unit_start_nanos(50) / NANOS_PER_MILLI;
+        assert_eq!(cap(&layout, on), layout.first_tick(50));
+        assert_eq!(start_unit(&layout, on), 50);
+    }
+
+    #[test]
+    fn a_fence_never_moves_back() {
+        let layout = Layout::TWITTER;
+        let now = 1_800_000_000_000;
+        let fence = Fence::at(&layout, now);
+        fence.confirm(&layout, now - 5);
+        assert_eq!(fence.unix_ms(), now);
+        assert_eq!(fence.cap(), cap(&layout, now));
+        fence.confirm(&layout, now + 5);
+        assert_eq!(fence.cap(), cap(&layout, now + 5));
+    }
+
+    #[test]
+    fn conversions_saturate() {
+        assert_eq!(nanos(u64::MAX), u64::MAX);
+        assert_eq!(millis(Duration::MAX), u64::MAX);
+        let layout = Layout::TWITTER;
+        assert_eq!(cap(&layout, u64::MAX), layout.max_tick() + 1);
+    }
+}

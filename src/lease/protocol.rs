@@ -1,0 +1,467 @@
+//! Every decision of the lease protocol, made once, over a registry's three
+//! storage steps (read, mark, swap). The [module docs](super#the-contract)
+//! state the rules; each is marked here where it is kept.
+
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
+
+/// How many times an acquisition may lose a race before it gives up.
+const ATTEMPTS: u32 = 8;
+
+/// How many writes whose outcome is unknown a holder remembers.
+const IN_DOUBT: usize = 4;
+
+/// The terms every generator of a namespace leases under.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Terms<'a> {
+    pub(crate) namespace: &'a str,
+    /// Ids `0..workers` may be leased.
+    pub(crate) workers: u64,
+    /// The lease's time to live, which also bounds how far a confirmed fence
+    /// leads its holder's clock (rule 3).
+    pub(crate) ttl_ms: u64,
+    /// How far a holder's clock may read ahead of the server's.
+    pub(crate) skew_ms: u64,
+}
+
+/// A lease this process holds, as far as it knows.
+#[derive(Clone, Debug)]
+pub(crate) struct Holding {
+    pub(crate) token: String,
+    pub(crate) worker: u64,
+    /// The marker the lease was taken under: every write names it.
+    pub(crate) marker_ms: u64,
+    /// The fence the server confirmed: the generator issues below it.
+    pub(crate) fence_ms: u64,
+    /// The versions the record may have: the last confirmed one first, then
+    /// those of writes whose replies were lost.
+    versions: Vec<u64>,
+}
+
+/// A lease just acquired.
+#[derive(Clone, Debug)]
+pub(crate) struct Grant {
+    pub(crate) holding: Holding,
+    /// The fence the previous holder left: this holder issues at or past it.
+    pub(crate) previous_fence_ms: u64,
+}
+
+/// Why a renewal did not confirm a new fence.
+#[derive(Debug)]
+pub(crate) enum Unconfirmed {
+    /// The record is gone, or another holder's, or another lease's: the
+    /// holder runs to its fence and stops (rule 4).
+    Lost(LeaseError),
+    /// The call failed, or wrote a fence this holder may not use; try again.
+    Failed(LeaseError),
+}
+
+impl Terms<'_> {
+    /// Where an id with no record trustworthy under `marker_ms` is fenced:
+    /// past anything a holder may have confirmed before the loss (rule 6).
+    /// A fence led its holder's clock by at most the TTL (rule 3), and that
+    /// clock led the server's by at most the skew, and the server's read no
+    /// later than the marker.
+    pub(crate) fn unrecorded_fence(&self, marker_ms: u64) -> u64 {
+        marker_ms
+            .saturating_add(self.ttl_ms)
+            .saturating_add(self.skew_ms)
+    }
+
+    /// The fence a record leaves its next holder. A record written before the
+    /// marker in force survived a loss it cannot vouch for (a restore, a
+    /// replica promoted): its fence may be stale, so the loss rule applies too.
+    fn inherited_fence(&self, record: &Record, marker_ms: u64) -> u64 {
+        if record.marker_ms == marker_ms {
+            record.fence_ms
+        } else {
+            record.fence_ms.max(self.unrecorded_fence(marker_ms))
+        }
+    }
+
+    /// The fence a holder whose clock reads `now_ms` may confirm, starting
+    /// from `floor_ms` (its own confirmed fence, or its predecessor's): a
+    /// TTL ahead of its clock, never lower than the floor. A floor further
+    /// ahead is kept, not extended, so no confirmed fence leads by more
+    /// than the TTL (rule 3) except one that already did when written.
+    pub(crate) fn fence_from(&self, floor_ms: u64, now_ms: u64) -> u64 {
+        floor_ms.max(now_ms.saturating_add(self.ttl_ms))
+    }
+
+    /// The id to take: among the free ones, the one whose fence has passed
+    /// on the holder's clock, else the earliest fence; ties to the lowest id.
+    /// Returns it with what the swap must expect and its inherited fence, or
+    /// how many ids are held.
+    pub(crate) fn choose(
+        &self,
+        snapshot: &Snapshot,
+        marker_ms: u64,
+        now_ms: u64,
+    ) -> Result<(u64, Expect, u64), u64> {
+        // (fence not passed, fence, worker), ordered as the preference.
+        let mut best: Option<((bool, u64, u64), Option<u64>)> = None;
+        let mut consider = |fence: u64, worker: u64, version: Option<u64>| {
+            let key = (fence > now_ms, fence, worker);
+            if best.is_none_or(|(b, _)| key < b) {
+                best = Some((key, version));
+            }
+        };
+        let mut held: u64 = 0;
+        let mut recorded: Vec<u64> = Vec::with_capacity(snapshot.records.len());
+        for record in snapshot.records.iter().filter(|r| r.worker < self.workers) {
+            recorded.push(record.worker);
+            let trusted = record.marker_ms == marker_ms;
+            let live = !record.holder.is_empty() && record.expires_ms > snapshot.server_ms;
+            if trusted && live {
+                held += 1;
+            } else {
+                let fence = self.inherited_fence(record, marker_ms);
+                consider(fence, record.worker, Some(record.version));
+            }
+        }
+        // Every unrecorded id has the same fence: the lowest is the one to offer.
+        recorded.sort_unstable();
+        recorded.dedup();
+        let unrecorded = (0..self.workers)
+            .zip(recorded.iter().copied().chain(std::iter::once(u64::MAX)))
+            .find(|&(id, taken)| id != taken)
+            .map(|(id, _)| id);
+        if let Some(worker) = unrecorded {
+            consider(self.unrecorded_fence(marker_ms), worker, None);
+        }
+        let ((_, fence, worker), version) = best.ok_or(held)?;
+        Ok((worker, Expect { marker_ms, version }, fence))
+    }
+
+    /// Refuses a holder whose clock, read at `now_ms` before the server read
+    /// `server_ms`, is further ahead than the skew allows: its fences could
+    /// outrun the loss rule.
+    fn check_skew(&self, now_ms: u64, server_ms: u64) -> Result<(), LeaseError> {
+        let ahead_ms = now_ms.saturating_sub(server_ms);
+        if ahead_ms > self.skew_ms {
+            Err(LeaseError::ClockAhead {
+                ahead_ms,
+                skew_ms: self.skew_ms,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    fn lost(&self, worker: u64) -> LeaseError {
+        LeaseError::Lost {
+            namespace: self.namespace.to_owned(),
+            worker,
+        }
+    }
+}
+
+/// Takes a free id for `token`, reading the holder's clock (ms) with `now_ms`.
+pub(crate) fn acquire(
+    registry: &dyn Registry,
+    terms: &Terms<'_>,
+    token: &str,
+    now_ms: impl Fn() -> u64,
+) -> Result<Grant, LeaseError> {
+    for _ in 0..ATTEMPTS {
+        let now = now_ms();
+        let snapshot = registry.read(terms.namespace, terms.workers)?;
+        terms.check_skew(now, snapshot.server_ms)?;
+        let marker_ms = match snapshot.marker_ms {
+            Some(marker) => marker,
+            None => registry.mark(terms.namespace)?,
+        };
+        let (worker, expect, previous_fence_ms) =
+            terms
+                .choose(&snapshot, marker_ms, now)
+                .map_err(|held| LeaseError::AllHeld {
+                    namespace: terms.namespace.to_owned(),
+                    held,
+                })?;
+        let fence_ms = terms.fence_from(previous_fence_ms, now);
+        let version = fresh_version();
+        let write = Write {
+            holder: token,
+            version,
+            ttl_ms: terms.ttl_ms,
+            fence_ms,
+        };
+        match registry.swap(terms.namespace, worker, expect, &write) {
+            Ok(Some(_)) => {
+                return Ok(Grant {
+                    holding: Holding {
+                        token: token.to_owned(),
+                        worker,
+                        marker_ms,
+                        fence_ms,
+                        versions: vec![version],
+                    },
+                    previous_fence_ms,
+                });
+            }
+            // Another acquisition (or a loss) came between: look again.
+            Ok(None) => continue,
+            Err(e) => {
+                // The write may have landed: give it back, fence unmoved.
+                let free = Write {
+                    holder: "",
+                    version: fresh_version(),
+                    ttl_ms: 0,
+                    fence_ms: previous_fence_ms,
+                };
+                let mine = Expect {
+                    marker_ms,
+                    version: Some(version),
+                };
+                let _ = registry.swap(terms.namespace, worker, mine, &free);
+                return Err(e);
+            }
+        }
+    }
+    Err(LeaseError::Contended {
+        namespace: terms.namespace.to_owned(),
+        attempts: ATTEMPTS,
+    })
+}
+
+impl Holding {
+    /// Extends the lease and moves the fence to a TTL past `now_ms` (never
+    /// back); returns the fence now confirmed (rule 1).
+    ///
+    /// The swap names this exact lease, marker and version, so a record that
+    /// is gone, or was written by anyone else since, is never written back
+    /// (rule 4).
+    pub(crate) fn renew(
+        &mut self,
+        registry: &dyn Registry,
+        terms: &Terms<'_>,
+        now_ms: u64,
+    ) -> Result<u64, Unconfirmed> {
+        let fence_ms = terms.fence_from(self.fence_ms, now_ms);
+        let token = self.token.clone();
+        let write = Write {
+            holder: &token,
+            version: fresh_version(),
+            ttl_ms: terms.ttl_ms,
+            fence_ms,
+        };
+        match self.swap(registry, terms, &write) {
+            Ok(Some(server_ms)) => {
+                // The record is ours at the new version either way; whether
+                // its fence may be used depends on this clock.
+                terms
+                    .check_skew(now_ms, server_ms)
+                    .map_err(Unconfirmed::Failed)?;
+                self.fence_ms = fence_ms;
+                Ok(fence_ms)
+            }
+            Ok(None) => Err(Unconfirmed::Lost(terms.lost(self.worker))),
+            Err(e) => Err(Unconfirmed::Failed(e)),
+        }
+    }
+
+    /// Gives the lease up, lowering its fence to `high_water_ms` (the start
+    /// of the unit after the last ID issued), never above the confirmed
+    /// fence. Only this exact lease is written (rule 5). Returns whether it
+    /// was still this holder's to give up.
+    pub(crate) fn release(
+        &mut self,
+        registry: &dyn Registry,
+        terms: &Terms<'_>,
+        high_water_ms: u64,
+    ) -> Result<bool, LeaseError> {
+        let write = Write {
+            holder: "",
+            version: fresh_version(),
+            ttl_ms: 0,
+            fence_ms: high_water_ms.min(self.fence_ms),
+        };
+        Ok(self.swap(registry, terms, &write)?.is_some())
+    }
+
+    /// Writes `write` over whichever version the record has of those it may
+    /// have; remembers `write`'s version as possible when the call fails.
+    fn swap(
+        &mut self,
+        registry: &dyn Registry,
+        terms: &Terms<'_>,
+        write: &Write<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        while let Some(&version) = self.versions.first() {
+            let expect = Expect {
+                marker_ms: self.marker_ms,
+                version: Some(version),
+            };
+            match registry.swap(terms.namespace, self.worker, expect, write) {
+                Ok(Some(server_ms)) => {
+                    self.versions = vec![write.version];
+                    return Ok(Some(server_ms));
+                }
+                // Not at that version now, and never again: versions are not reused.
+                Ok(None) => {
+                    self.versions.remove(0);
+                }
+                Err(e) => {
+                    if self.versions.len() >= IN_DOUBT {
+                        self.versions.remove(1);
+                    }
+                    self.versions.push(write.version);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// A version no write has used: 63 random bits (so it fits a signed
+/// column), never 0. Two writes pick the same one with odds of 2⁻⁶³.
+pub(crate) fn fresh_version() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    // Relaxed: only uniqueness of the count matters.
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u32(std::process::id());
+    (hasher.finish() >> 1).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms() -> Terms<'static> {
+        Terms {
+            namespace: "n",
+            workers: 4,
+            ttl_ms: 10_000,
+            skew_ms: 2_000,
+        }
+    }
+
+    fn record(worker: u64, holder: &str, expires_ms: u64, fence_ms: u64) -> Record {
+        Record {
+            worker,
+            holder: holder.to_owned(),
+            version: 7 + worker,
+            marker_ms: 100,
+            expires_ms,
+            fence_ms,
+        }
+    }
+
+    fn snapshot(records: Vec<Record>) -> Snapshot {
+        Snapshot {
+            server_ms: 1_000,
+            marker_ms: Some(100),
+            records,
+        }
+    }
+
+    #[test]
+    fn prefers_a_passed_fence_then_the_earliest_then_the_lowest_id() {
+        let t = terms();
+        let s = snapshot(vec![
+            record(0, "a", 5_000, 1),
+            record(1, "", 0, 5_000),
+            record(2, "b", 999, 900), // expired
+        ]);
+        // Id 3 has no record: fenced at 100 + 10 000 + 2 000.
+        let (worker, expect, fence) = t.choose(&s, 100, 1_000).unwrap();
+        assert_eq!((worker, fence), (2, 900));
+        assert_eq!(expect.version, Some(9));
+        let (worker, expect, fence) = t.choose(&s, 100, 800).unwrap();
+        assert_eq!((worker, fence), (2, 900));
+        assert_eq!(expect.marker_ms, 100);
+        let s = snapshot(vec![record(0, "a", 5_000, 1)]);
+        let (worker, expect, fence) = t.choose(&s, 100, 1_000).unwrap();
+        assert_eq!((worker, fence, expect.version), (1, 12_100, None));
+    }
+
+    #[test]
+    fn a_record_older_than_the_marker_is_free_and_fenced_past_it() {
+        let t = terms();
+        let mut relic = record(0, "a", 99_999, 3_000);
+        relic.marker_ms = 50;
+        let s = Snapshot {
+            server_ms: 1_000,
+            marker_ms: Some(500),
+            records: vec![relic],
+        };
+        let workers_one = Terms { workers: 1, ..t };
+        let (worker, expect, fence) = workers_one.choose(&s, 500, 1_000).unwrap();
+        assert_eq!((worker, fence), (0, 12_500));
+        assert_eq!(expect.version, Some(7));
+        // A relic whose fence is past the marker rule keeps it.
+        let mut far = record(0, "a", 0, 90_000);
+        far.marker_ms = 50;
+        let s = Snapshot {
+            records: vec![far],
+            ..s
+        };
+        assert_eq!(workers_one.choose(&s, 500, 1_000).unwrap().2, 90_000);
+    }
+
+    #[test]
+    fn counts_the_held_when_none_is_free() {
+        let t = Terms {
+            workers: 2,
+            ..terms()
+        };
+        let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "b", 5_000, 0)]);
+        assert_eq!(t.choose(&s, 100, 0), Err(2));
+    }
+
+    #[test]
+    fn the_lowest_unrecorded_id_is_offered() {
+        let t = terms();
+        let s = snapshot(vec![record(0, "a", 5_000, 0), record(2, "b", 5_000, 0)]);
+        assert_eq!(t.choose(&s, 100, 0).unwrap().0, 1);
+        let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "b", 5_000, 0)]);
+        assert_eq!(t.choose(&s, 100, 0).unwrap().0, 2);
+    }
+
+    #[test]
+    fn a_fence_leads_by_the_ttl_and_never_goes_back() {
+        let t = terms();
+        assert_eq!(t.fence_from(0, 1_000), 11_000);
+        // A floor further ahead is kept, not extended by a TTL.
+        assert_eq!(t.fence_from(60_000, 1_000), 60_000);
+        assert_eq!(t.fence_from(5_000, u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn the_loss_rule_covers_the_lead_bound_and_the_skew() {
+        let t = terms();
+        assert_eq!(t.unrecorded_fence(1_000), 1_000 + 10_000 + 2_000);
+        assert_eq!(t.unrecorded_fence(u64::MAX - 5), u64::MAX);
+        // A holder at most the skew ahead of the server, writing before the
+        // loss, confirms no fence past the rule.
+        let (server_at_write, marker) = (5_000, 5_000);
+        let holder_now = server_at_write + t.skew_ms;
+        assert!(t.fence_from(0, holder_now) <= t.unrecorded_fence(marker));
+    }
+
+    #[test]
+    fn a_clock_ahead_by_more_than_the_skew_is_refused() {
+        let t = terms();
+        assert!(t.check_skew(3_000, 1_000).is_ok());
+        assert!(matches!(
+            t.check_skew(3_001, 1_000),
+            Err(LeaseError::ClockAhead {
+                ahead_ms: 2_001,
+                skew_ms: 2_000
+            })
+        ));
+        assert!(t.check_skew(0, 1_000).is_ok());
+    }
+
+    #[test]
+    fn versions_differ_and_fit_a_signed_column() {
+        let a = fresh_version();
+        let b = fresh_version();
+        assert_ne!(a, b);
+        assert!(a > 0 && a <= i64::MAX as u64);
+    }
+}

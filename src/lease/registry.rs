@@ -1,0 +1,189 @@
+//! What a registry must do: store records and a marker, nothing more.
+
+use std::sync::Arc;
+
+use super::LeaseError;
+
+/// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry),
+/// and `PostgresRegistry` and `RedisRegistry` behind the `postgres` and
+/// `redis` features.
+///
+/// A registry only stores. Which id is free, where fences go, the marker
+/// rule and the release rule are decided once, by flakegen, over these three
+/// steps (see [the contract](super#the-contract)). A registry must promise:
+///
+/// - **Atomic steps, judged by the server's clock.** [`swap`](Self::swap)
+///   checks and writes in one step, and computes an expiry from its own clock.
+/// - **A marker no earlier than any loss.** If the store can lose records (a
+///   restart without persistence, a truncated table, a failover), the marker
+///   in force after the loss is no earlier, by the server's clock in
+///   milliseconds, than the loss: it is written anew, and every record written
+///   before it is either gone or still carries the old marker.
+/// - **Bounded calls.** Every call finishes or fails within the registry's
+///   timeout, measured on the client, whatever the server does.
+///
+/// Implement it to keep leases somewhere else; run flakegen's contract suite
+/// (`tests/lease_contract.rs` in the repository) against it.
+pub trait Registry: Send + Sync + 'static {
+    /// Reads the namespace: the server's clock, the marker in force (`None`
+    /// if there is none), and the records of ids below `workers` that exist.
+    ///
+    /// # Errors
+    ///
+    /// The connection's errors, and [`LeaseError::Corrupt`] for a record the
+    /// registry cannot read.
+    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError>;
+
+    /// Makes sure the namespace has a marker, and returns the one in force.
+    ///
+    /// A new marker is the moment the store's data began, by the server's
+    /// clock in milliseconds rounded up: any data it lost was lost before that.
+    /// A store that knows it has lost nothing (a table it has just created)
+    /// may say 0.
+    ///
+    /// # Errors
+    ///
+    /// The connection's errors.
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError>;
+
+    /// Writes `write` as the record of `worker`, if and only if the marker in
+    /// force is `expect.marker_ms` and the record's version is
+    /// `expect.version` (`None`: there is no record). The record written
+    /// carries `expect.marker_ms`, and expires `write.ttl_ms` after the
+    /// server's now (never, for a free record: `ttl_ms` 0 writes expiry 0).
+    ///
+    /// Returns the server's clock when it wrote (ms since 1970, rounded
+    /// down), or `None` if it did not write.
+    ///
+    /// # Errors
+    ///
+    /// The connection's errors. After an error the write may or may not have
+    /// happened.
+    fn swap(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        write: &Write<'_>,
+    ) -> Result<Option<u64>, LeaseError>;
+}
+
+macro_rules! forward_registry {
+    ($($ptr:ty),*) => {$(
+        impl<R: Registry + ?Sized> Registry for $ptr {
+            fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
+                (**self).read(namespace, workers)
+            }
+            fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+                (**self).mark(namespace)
+            }
+            fn swap(&self, namespace: &str, worker: u64, expect: Expect, write: &Write<'_>) -> Result<Option<u64>, LeaseError> {
+                (**self).swap(namespace, worker, expect, write)
+            }
+        }
+    )*};
+}
+
+forward_registry!(Arc<R>, Box<R>);
+
+/// A namespace as [`Registry::read`] found it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The server's clock when it read, in ms since 1970 (rounded down).
+    pub server_ms: u64,
+    /// The marker in force, if any.
+    pub marker_ms: Option<u64>,
+    /// The records that exist, in any order.
+    pub records: Vec<Record>,
+}
+
+/// One worker id's record.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// The worker id.
+    pub worker: u64,
+    /// The holder's token; empty when nobody holds it.
+    pub holder: String,
+    /// Changes with every write; a [`swap`](Registry::swap) names the version it replaces.
+    pub version: u64,
+    /// The marker in force when the record was written.
+    pub marker_ms: u64,
+    /// When the lease expires, by the server's clock (ms since 1970); 0 when free.
+    pub expires_ms: u64,
+    /// The fence (ms since 1970): every ID its holders issued lies below it.
+    pub fence_ms: u64,
+}
+
+/// What a [`swap`](Registry::swap) expects to find.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Expect {
+    /// The marker in force.
+    pub marker_ms: u64,
+    /// The record's version; `None` when there must be no record.
+    pub version: Option<u64>,
+}
+
+/// What a [`swap`](Registry::swap) writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Write<'a> {
+    /// The holder's token; empty to free the id.
+    pub holder: &'a str,
+    /// The new version.
+    pub version: u64,
+    /// How long the lease lasts from the server's now, in ms; 0 for a free record.
+    pub ttl_ms: u64,
+    /// The fence.
+    pub fence_ms: u64,
+}
+
+/// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
+/// with the `postgres` feature, `redis://` with the `redis` feature.
+///
+/// Nothing is sent until the first acquisition.
+///
+/// # Errors
+///
+/// [`LeaseError::UnsupportedUrl`] for another scheme, or one whose feature is
+/// off; [`LeaseError::InvalidUrl`] for a URL the client cannot parse.
+pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
+    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+    match scheme {
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => Ok(Arc::new(super::PostgresRegistry::new(url)?)),
+        #[cfg(feature = "redis")]
+        "redis" => Ok(Arc::new(super::RedisRegistry::new(url)?)),
+        _ => Err(LeaseError::UnsupportedUrl {
+            scheme: scheme.to_owned(),
+        }),
+    }
+}
+
+/// Checks a namespace: the backends put it in keys and rows.
+pub(crate) fn check_namespace(namespace: &str) -> Result<(), LeaseError> {
+    let reason = if namespace.is_empty() {
+        "it is empty"
+    } else if namespace.len() > 200 {
+        "it is longer than 200 bytes"
+    } else if namespace
+        .chars()
+        .any(|c| c.is_control() || c == '{' || c == '}')
+    {
+        "it holds a control character or a brace"
+    } else {
+        return Ok(());
+    };
+    Err(LeaseError::InvalidNamespace { reason })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_that_cannot_be_keys_are_refused() {
+        assert!(check_namespace("orders").is_ok());
+        for bad in ["", "a{b}", "tab\there", &"x".repeat(201)] {
+            assert!(check_namespace(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! A registry server at the end of a connection, with a bound on every call.
+//!
+//! Each remote registry drives its async client from a small current-thread
+//! runtime of its own, so that a call's bound is one `tokio::time::timeout`
+//! around connecting and asking: a frozen server, dropped packets or a
+//! server that is starting up cost the timeout, never more. A server-side
+//! timeout (`statement_timeout`) cannot do that, since the server is the part
+//! that is stuck.
+
+use std::future::Future;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::runtime::{Builder, Runtime};
+use tokio::task::JoinHandle;
+
+use super::{DEFAULT_TIMEOUT, LeaseError};
+
+/// A connection and the task that drives it, if it has one.
+pub(crate) struct Connected<C> {
+    pub(crate) client: C,
+    pub(crate) driver: Option<Driver>,
+}
+
+/// A connection's driving task, stopped when the connection is dropped.
+pub(crate) struct Driver(JoinHandle<()>);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Why a call failed, before the backend says it as a [`LeaseError`].
+pub(crate) enum Failure<E> {
+    /// The client's error; the connection may be broken.
+    Client(E),
+    /// No answer within the timeout.
+    TimedOut(Duration),
+    /// A reply the backend could not read.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Lease(LeaseError),
+}
+
+impl<E> From<E> for Failure<E> {
+    fn from(e: E) -> Self {
+        Failure::Client(e)
+    }
+}
+
+/// One server: its address for messages, a runtime, a connection.
+pub(crate) struct Remote<C> {
+    /// `host:port`, for messages: never the password.
+    pub(crate) address: String,
+    runtime: Runtime,
+    connection: Mutex<Option<Connected<C>>>,
+}
+
+impl<C: Send> Remote<C> {
+    pub(crate) fn new(address: String) -> Result<Self, LeaseError> {
+        let runtime = Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| LeaseError::Unreachable {
+                address: address.clone(),
+                source: Box::new(e),
+            })?;
+        Ok(Remote {
+            address,
+            runtime,
+            connection: Mutex::new(None),
+        })
+    }
+
+    /// Runs `call` on the connection, opening one with `open` first if need
+    /// be, all within [`DEFAULT_TIMEOUT`]. A connection that timed out or
+    /// failed is dropped, and the next call opens another.
+    pub(crate) fn run<T, E, O, F>(
+        &self,
+        open: impl FnOnce() -> O + Send,
+        call: impl FnOnce(C) -> F + Send,
+    ) -> Result<T, Failure<E>>
+    where
+        T: Send,
+        E: Send,
+        O: Future<Output = Result<Connected<C>, E>> + Send,
+        F: Future<Output = (C, Result<T, Failure<E>>)> + Send,
+    {
+        let mut slot = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let taken = slot.take();
+        let work = async move {
+            let Connected { client, driver } = match taken {
+                Some(connected) => connected,
+                None => match open().await {
+                    Ok(connected) => connected,
+                    Err(e) => return (None, Err(Failure::Client(e))),
+                },
+            };
+            let (client, result) = call(client).await;
+            (Some(Connected { client, driver }), result)
+        };
+        let bounded = async { tokio::time::timeout(DEFAULT_TIMEOUT, work).await };
+        match self.block_on(bounded) {
+            Ok((connected, result)) => {
+                // A connection that failed may be broken: the next call opens another.
+                if !matches!(result, Err(Failure::Client(_))) {
+                    *slot = connected;
+                }
+                result
+            }
+            // Dropping the call dropped its connection too.
+            Err(_) => Err(Failure::TimedOut(DEFAULT_TIMEOUT)),
+        }
+    }
+
+    /// Spawns a connection's driver on this registry's runtime (call from
+    /// within `open`).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub(crate) fn spawn(future: impl Future<Output = ()> + Send + 'static) -> Driver {
+        Driver(tokio::spawn(future))
+    }
+
+    /// Runs `future` to completion on the runtime. From inside another tokio
+    /// runtime, whose thread may not block on a second one, it runs on a
+    /// scoped thread of its own.
+    fn block_on<T: Send>(&self, future: impl Future<Output = T> + Send) -> T {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|scope| {
+                scope
+                    .spawn(|| self.runtime.block_on(future))
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+        } else {
+            self.runtime.block_on(future)
+        }
+    }
+}

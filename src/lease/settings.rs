@@ -1,0 +1,144 @@
+//! A lease as one value: where, and on what terms.
+
+use core::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::Registry;
+use super::acquire::Refused;
+use super::fence::millis;
+use super::protocol::Terms;
+use crate::layout::Layout;
+
+/// The default of [`Lease::ttl`].
+pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
+/// The default of [`Lease::skew`].
+pub const DEFAULT_SKEW: Duration = Duration::from_secs(2);
+
+/// The shortest TTL a lease accepts. Renewals must keep up with it on a busy
+/// machine: a renewal is a round trip to the registry, and the thread that
+/// makes it can be descheduled for tens of milliseconds.
+pub const MIN_TTL: Duration = Duration::from_millis(100);
+
+/// A worker-id lease to build a generator with: the registry, the namespace,
+/// and the terms. Pass it to [`Builder::lease`](crate::Builder::lease).
+///
+/// Every generator of a namespace must use the same layout and the same TTL
+/// and skew allowance: the rule that fences a lost registry's ids relies on
+/// them (see [A registry that loses its data](super#a-registry-that-loses-its-data)).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use flakegen::{Builder, IdGenerator, lease::{Lease, MemoryRegistry}};
+///
+/// let lease = Lease::new(MemoryRegistry::new(), "orders")
+///     .ttl(Duration::from_secs(5))
+///     .renew_every(Duration::from_secs(1));
+/// let generator = Builder::new().lease(lease).build_mutex()?;
+/// assert!(generator.lease().is_some());
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+#[derive(Clone)]
+#[must_use = "a lease does nothing until it is given to Builder::lease"]
+pub struct Lease {
+    pub(crate) registry: Arc<dyn Registry>,
+    pub(crate) namespace: String,
+    pub(crate) ttl: Duration,
+    /// `None`: a third of the TTL.
+    pub(crate) renew_every: Option<Duration>,
+    pub(crate) skew: Duration,
+}
+
+impl Lease {
+    /// A lease from `registry` among the generators of `namespace`, with the
+    /// default terms: a TTL of [`DEFAULT_TTL`], renewed every third of it,
+    /// and a skew allowance of [`DEFAULT_SKEW`].
+    pub fn new(registry: impl Registry, namespace: impl Into<String>) -> Self {
+        Lease {
+            registry: Arc::new(registry),
+            namespace: namespace.into(),
+            ttl: DEFAULT_TTL,
+            renew_every: None,
+            skew: DEFAULT_SKEW,
+        }
+    }
+
+    /// How long the registry keeps the id for this generator without a
+    /// renewal, which is also how far its fence leads its clock. At least
+    /// [`MIN_TTL`]. See [Choosing a TTL](super#choosing-a-ttl).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// How often the lease is renewed: at most half the TTL. Default: a third.
+    pub fn renew_every(mut self, every: Duration) -> Self {
+        self.renew_every = Some(every);
+        self
+    }
+
+    /// How far this host's clock may read ahead of the registry server's.
+    /// A holder further ahead is refused. It matters for ids the registry
+    /// has lost (see [A registry that loses its data](super#a-registry-that-loses-its-data)).
+    pub fn skew(mut self, skew: Duration) -> Self {
+        self.skew = skew;
+        self
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The terms the protocol leases under, for `layout`.
+    pub(crate) fn terms(&self, layout: &Layout) -> Terms<'_> {
+        Terms {
+            namespace: &self.namespace,
+            workers: layout.max_worker() + 1,
+            ttl_ms: millis(self.ttl),
+            skew_ms: millis(self.skew),
+        }
+    }
+
+    /// Checks the terms against the layout and the generator's lead; returns
+    /// the renewal interval.
+    pub(crate) fn check(&self, layout: &Layout, max_lead: Duration) -> Result<Duration, Refused> {
+        let ttl = self.ttl;
+        let floor = MIN_TTL.max(layout.unit() * 2);
+        if ttl < floor {
+            return Err(Refused::Invalid(format!(
+                "the TTL ({ttl:?}) is below {floor:?}, the least a renewal can keep up with \
+                 (100 ms, and two units of the layout): use a TTL of seconds"
+            )));
+        }
+        let renew_every = self.renew_every.unwrap_or(ttl / 3);
+        if renew_every.is_zero() || renew_every > ttl / 2 {
+            return Err(Refused::Invalid(format!(
+                "renewing every {renew_every:?} is not well inside the TTL ({ttl:?}): \
+                 renew at most every half TTL (the default is a third)"
+            )));
+        }
+        if max_lead + renew_every >= ttl {
+            return Err(Refused::Invalid(format!(
+                "max_lead ({max_lead:?}) plus the renewal interval ({renew_every:?}) reaches \
+                 the TTL ({ttl:?}): the generator would run into its fence; \
+                 lower max_lead or raise the TTL"
+            )));
+        }
+        super::registry::check_namespace(&self.namespace).map_err(Refused::Lease)?;
+        Ok(renew_every)
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("namespace", &self.namespace)
+            .field("ttl", &self.ttl)
+            .field("renew_every", &self.renew_every)
+            .field("skew", &self.skew)
+            .finish_non_exhaustive()
+    }
+}
