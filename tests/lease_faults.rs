@@ -262,7 +262,7 @@ mod faults {
     use flakegen::{Layout, Snowflake};
 
     use super::helper::Orders;
-    use crate::common::backend::Backend;
+    use crate::common::backend::{Backend, signal_all};
 
     /// Runs the randomized test on every backend (or those named), and
     /// prints the plain closing line.
@@ -319,24 +319,6 @@ mod faults {
     /// The helpers' layout for `--worker-bits N`: Twitter's otherwise.
     fn layout(worker_bits: u32) -> Layout {
         Layout::builder().worker_bits(worker_bits).build().unwrap()
-    }
-
-    impl Backend {
-        /// Stops or starts this backend's server with the services script.
-        fn services(self, action: &str) {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
-            let status = Command::new("bash")
-                .arg(script)
-                .args([action, self.name()])
-                .stdout(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(
-                status.success(),
-                "services.sh {action} {} failed",
-                self.name()
-            );
-        }
     }
 
     struct Scenario {
@@ -596,41 +578,6 @@ mod faults {
         }
     }
 
-    /// The server's processes, to freeze: Redis's one, or PostgreSQL's
-    /// postmaster and its backends.
-    fn server_pids(backend: Backend) -> Vec<String> {
-        let dir = std::env::var("FLAKEGEN_SERVICES_DIR")
-            .unwrap_or_else(|_| "/tmp/flakegen-services".to_owned());
-        let main = match backend.name() {
-            "redis" => fs::read_to_string(format!("{dir}/redis.pid")),
-            _ => fs::read_to_string(format!("{dir}/postgres/postmaster.pid")),
-        };
-        let Some(main) = main.ok().and_then(|t| t.lines().next().map(str::to_owned)) else {
-            return vec![];
-        };
-        let children = Command::new("pgrep").args(["-P", &main]).output();
-        let children = children.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
-        let mut pids = vec![main];
-        pids.extend(
-            children
-                .unwrap_or_default()
-                .split_whitespace()
-                .map(str::to_owned),
-        );
-        pids
-    }
-
-    fn signal_all(pids: &[String], signal: &str) {
-        let _ = Command::new("kill").arg(signal).args(pids).status();
-    }
-
-    /// A loss on PostgreSQL: every row, the marker with them.
-    #[cfg(feature = "postgres")]
-    fn truncate(backend: Backend) {
-        let mut client = postgres::Client::connect(&backend.url(), postgres::NoTls).unwrap();
-        client.batch_execute("TRUNCATE flakegen_leases").unwrap();
-    }
-
     /// Contending helpers under random faults for `duration`, then the check.
     fn randomized(backend: Backend, seed: u64, duration: Duration) {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -677,7 +624,7 @@ mod faults {
                     "holder killed"
                 }
                 2 => {
-                    let pids = server_pids(backend);
+                    let pids = backend.server_pids();
                     signal_all(&pids, "-STOP");
                     thread::sleep(Duration::from_millis(random.between(300, 2_500)));
                     signal_all(&pids, "-CONT");
@@ -700,7 +647,7 @@ mod faults {
                     #[cfg(feature = "postgres")]
                     if backend.name() == "postgres" {
                         for _ in 0..random.between(1, 4) {
-                            truncate(backend);
+                            backend.lose_data();
                             thread::sleep(Duration::from_millis(random.between(50, 300)));
                         }
                         *faults.entry("truncate burst").or_default() += 1;

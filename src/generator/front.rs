@@ -350,10 +350,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
         match self.core.rules.verdict(end, now, self.core.cap()) {
             // The clock moved on between the raw strategy's reads.
             Ok(()) => Ok(first),
-            Err(Refusal::Fenced) => {
-                self.raw.give_back(first, end);
-                Err(self.core.refusal_error(Refusal::Fenced, 0))
-            }
+            Err(Refusal::Fenced) => self.settle_at_fence(first, end, now),
             // The ticks stay reserved and are never issued: a gap, never a repeat.
             Err(Refusal::Exhausted) => Err(self.core.refusal_error(Refusal::Exhausted, 0)),
             Err(Refusal::WaitUntil(unit)) => {
@@ -364,6 +361,25 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
                 Ok(first)
             }
         }
+    }
+
+    /// `settle` for ticks `first..=end` at or past the lease's fence. If they
+    /// are also ahead of the clock, wait for it as for any lead: a lease
+    /// whose fence is only its predecessor's (or just confirmed) is renewed
+    /// past them before the clock gets there. Refused, they are given back.
+    #[cold]
+    fn settle_at_fence(&self, first: u64, end: u64, now: u64) -> Result<u64, IssueError> {
+        if let Err(Refusal::WaitUntil(unit)) = self.core.rules.verdict(end, now, u64::MAX) {
+            let now_nanos = self.core.clock.unix_nanos();
+            if self.core.wait_for(unit, now_nanos).is_ok() {
+                self.raw.wait_until(&self.core, unit, now_nanos);
+                if end < self.core.cap() {
+                    return Ok(first);
+                }
+            }
+        }
+        self.raw.give_back(first, end);
+        Err(self.core.refusal_error(Refusal::Fenced, 0))
     }
 
     fn try_issue(&self, count: u64) -> Result<u64, IssueError> {

@@ -1,4 +1,8 @@
-//! The lease backends whose features are on, and their test servers' URLs.
+//! The lease backends whose features are on, their test servers' URLs, and
+//! the faults a test can put on those servers.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 /// A lease backend under test.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -45,4 +49,69 @@ impl Backend {
             )
         })
     }
+}
+
+impl Backend {
+    /// Stops or starts this backend's server with the services script.
+    pub fn services(self, action: &str) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
+        let status = Command::new("bash")
+            .arg(script)
+            .args([action, self.name()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            status.success(),
+            "services.sh {action} {} failed",
+            self.name()
+        );
+    }
+
+    /// The server's processes, to freeze: Redis's one, or PostgreSQL's
+    /// postmaster and its backends.
+    pub fn server_pids(self) -> Vec<String> {
+        let dir = std::env::var("FLAKEGEN_SERVICES_DIR")
+            .unwrap_or_else(|_| "/tmp/flakegen-services".to_owned());
+        let main = match self.name() {
+            "redis" => std::fs::read_to_string(format!("{dir}/redis.pid")),
+            _ => std::fs::read_to_string(format!("{dir}/postgres/postmaster.pid")),
+        };
+        let Some(main) = main.ok().and_then(|t| t.lines().next().map(str::to_owned)) else {
+            return vec![];
+        };
+        let children = Command::new("pgrep").args(["-P", &main]).output();
+        let children = children.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        let mut pids = vec![main];
+        pids.extend(
+            children
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned),
+        );
+        pids
+    }
+
+    /// Loses the registry's data: `TRUNCATE` on PostgreSQL, a restart on
+    /// Redis (which runs without persistence).
+    pub fn lose_data(self) {
+        match self {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => {
+                let mut client = postgres::Client::connect(&self.url(), postgres::NoTls).unwrap();
+                client.batch_execute("TRUNCATE flakegen_leases").unwrap();
+            }
+            #[cfg(feature = "redis")]
+            Backend::Redis => {
+                self.services("stop");
+                self.services("start");
+            }
+        }
+    }
+}
+
+/// Sends `signal` to every process in `pids`.
+pub fn signal_all(pids: &[String], signal: &str) {
+    let _ = Command::new("kill").arg(signal).args(pids).status();
 }

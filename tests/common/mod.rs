@@ -67,6 +67,9 @@ impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
     fn worker(&self) -> u64 {
         self.0.worker()
     }
+    fn lease(&self) -> Option<flakegen::lease::LeaseStatus> {
+        self.0.lease()
+    }
 }
 
 /// A manual clock at [`START_MS`] and a builder using it.

@@ -1,0 +1,766 @@
+//! The lease contract (see `flakegen::lease`), one suite over every registry:
+//! `MemoryRegistry` always, and PostgreSQL and Redis when their features are
+//! on, at the URLs in `FLAKEGEN_TEST_POSTGRES_URL` / `FLAKEGEN_TEST_REDIS_URL`.
+//!
+//! ```text
+//! cargo test --test lease_contract                     # memory only, no server
+//! eval "$(scripts/services.sh start)"
+//! cargo test --features postgres,redis --test lease_contract
+//! scripts/services.sh stop
+//! ```
+//!
+//! A backend whose feature is on and whose URL is missing fails its tests:
+//! they never pass by skipping. Losses wipe a whole server, so the tests of
+//! this file run one at a time. Each builds its own state: none depends on
+//! how long ago a server started.
+
+mod common;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use flakegen::lease::{
+    DEFAULT_TIMEOUT, Expect, Lease, LeaseError, LeaseState, MemoryRegistry, Registry, Write,
+};
+use flakegen::{
+    BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
+    SystemClock,
+};
+
+/// Four ids, 1 ms units.
+const FOUR: Layout = Layout::builder().worker_bits(2).build_const();
+/// One id.
+const ONE: Layout = Layout::builder().worker_bits(0).build_const();
+/// One id, 4 IDs per 1 ms unit: refusals that consumed ticks would show.
+const ONE_NARROW: Layout = Layout::builder()
+    .worker_bits(0)
+    .sequence_bits(2)
+    .build_const();
+
+const TTL: Duration = Duration::from_millis(300);
+const RENEW: Duration = Duration::from_millis(50);
+const SKEW: Duration = Duration::from_millis(100);
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A registry under test, and the faults it can be put through.
+#[derive(Clone)]
+enum Store {
+    Memory(MemoryRegistry),
+    #[cfg(any(feature = "postgres", feature = "redis"))]
+    Server(common::backend::Backend),
+}
+
+impl Store {
+    fn all() -> Vec<Store> {
+        #[allow(unused_mut)]
+        let mut stores = vec![Store::Memory(MemoryRegistry::new())];
+        #[cfg(any(feature = "postgres", feature = "redis"))]
+        stores.extend(
+            common::backend::Backend::all()
+                .into_iter()
+                .map(Store::Server),
+        );
+        stores
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Store::Memory(_) => "memory",
+            #[cfg(any(feature = "postgres", feature = "redis"))]
+            Store::Server(backend) => backend.name(),
+        }
+    }
+
+    fn registry(&self) -> Arc<dyn Registry> {
+        match self {
+            Store::Memory(memory) => Arc::new(memory.clone()),
+            #[cfg(any(feature = "postgres", feature = "redis"))]
+            Store::Server(backend) => flakegen::lease::connect(&backend.url()).unwrap(),
+        }
+    }
+
+    /// The registry loses every record and its marker.
+    fn lose_data(&self) {
+        match self {
+            Store::Memory(memory) => memory.lose_data(),
+            #[cfg(any(feature = "postgres", feature = "redis"))]
+            Store::Server(backend) => backend.lose_data(),
+        }
+    }
+
+    /// The registry stops answering until the guard is dropped.
+    fn freeze(&self) -> impl Drop + '_ {
+        struct Thaw<'a>(&'a Store, Vec<String>);
+        impl Drop for Thaw<'_> {
+            fn drop(&mut self) {
+                match self.0 {
+                    Store::Memory(memory) => memory.set_reachable(true),
+                    #[cfg(any(feature = "postgres", feature = "redis"))]
+                    Store::Server(_) => common::backend::signal_all(&self.1, "-CONT"),
+                }
+            }
+        }
+        match self {
+            Store::Memory(memory) => {
+                memory.set_reachable(false);
+                Thaw(self, vec![])
+            }
+            #[cfg(any(feature = "postgres", feature = "redis"))]
+            Store::Server(backend) => {
+                let pids = backend.server_pids();
+                assert!(!pids.is_empty(), "no {} server to freeze", backend.name());
+                common::backend::signal_all(&pids, "-STOP");
+                Thaw(self, pids)
+            }
+        }
+    }
+
+    fn lease(&self, namespace: &str) -> Lease {
+        Lease::new(self.registry(), namespace)
+            .ttl(TTL)
+            .renew_every(RENEW)
+            .skew(SKEW)
+    }
+
+    /// A leased builder on the system clock.
+    fn leased(&self, layout: Layout, namespace: &str) -> Builder {
+        Builder::new().layout(layout).lease(self.lease(namespace))
+    }
+
+    /// Writes `worker`'s record as a holder would have left it: held by
+    /// `holder` for `ttl_ms` (free if 0), fenced at `fence_ms`.
+    fn put(&self, namespace: &str, worker: u64, holder: &str, ttl_ms: u64, fence_ms: u64) {
+        let registry = self.registry();
+        let snapshot = registry.read(namespace, worker + 1).unwrap();
+        let marker_ms = match snapshot.marker_ms {
+            Some(marker) => marker,
+            None => registry.mark(namespace).unwrap(),
+        };
+        let version = snapshot
+            .records
+            .iter()
+            .find(|r| r.worker == worker)
+            .map(|r| r.version);
+        let write = Write {
+            holder,
+            version: 1 + version.unwrap_or(0),
+            ttl_ms,
+            fence_ms,
+        };
+        let expect = Expect { marker_ms, version };
+        assert!(
+            registry
+                .swap(namespace, worker, expect, &write)
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    /// Id 0 free with a fence long passed, whenever the registry last lost
+    /// its data: a test on a `ManualClock` must not wait out the marker rule.
+    fn fresh(&self, namespace: &str) {
+        self.put(namespace, 0, "", 0, 0);
+    }
+
+    /// The record of `worker`, if any.
+    fn record(&self, namespace: &str, worker: u64) -> Option<flakegen::lease::Record> {
+        let snapshot = self.registry().read(namespace, worker + 1).unwrap();
+        snapshot.records.into_iter().find(|r| r.worker == worker)
+    }
+
+    /// Writes another holder's name over `worker`'s record, retrying if
+    /// its holder renews in between.
+    fn steal(&self, namespace: &str, worker: u64) {
+        let registry = self.registry();
+        for _ in 0..20 {
+            let record = self.record(namespace, worker).unwrap();
+            let expect = Expect {
+                marker_ms: record.marker_ms,
+                version: Some(record.version),
+            };
+            let write = Write {
+                holder: "thief",
+                version: record.version + 1,
+                ttl_ms: 60_000,
+                fence_ms: record.fence_ms,
+            };
+            if registry
+                .swap(namespace, worker, expect, &write)
+                .unwrap()
+                .is_some()
+            {
+                return;
+            }
+        }
+        panic!("{}: could not steal the lease", self.name());
+    }
+}
+
+fn namespace(test: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{test}-{}-{nanos}", std::process::id())
+}
+
+fn now_ms() -> u64 {
+    SystemClock.unix_nanos() / 1_000_000
+}
+
+fn unix_ms(layout: &Layout, id: Snowflake) -> u64 {
+    layout.unix_millis_of(layout.decode(id).unwrap().timestamp)
+}
+
+/// Waits (at most 5 s) for `condition`.
+fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !condition() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Issues with `g` until it refuses with `LeaseLost` (at most `within`).
+fn run_to_fence(g: &dyn IdGenerator, within: Duration) -> Vec<Snowflake> {
+    let deadline = Instant::now() + within;
+    let mut ids = vec![];
+    loop {
+        match g.next_id() {
+            Ok(id) => ids.push(id),
+            Err(IssueError::LeaseLost { .. }) => return ids,
+            Err(e) => panic!("expected ids, then LeaseLost: {e}"),
+        }
+        assert!(Instant::now() < deadline, "never reached the fence");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn each_generator_gets_its_own_id_until_all_are_held() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("distinct");
+        let generators: Vec<_> = Strategy::ALL
+            .iter()
+            .cycle()
+            .take(4)
+            .map(|&s| store.leased(FOUR, &ns).build(s).unwrap())
+            .collect();
+        let mut workers: Vec<u64> = generators.iter().map(|g| g.worker()).collect();
+        workers.sort();
+        assert_eq!(workers, [0, 1, 2, 3], "{}", store.name());
+        for g in &generators {
+            let id = g.next_id().unwrap();
+            assert_eq!(FOUR.decode(id).unwrap().worker, g.worker());
+            assert_eq!(g.lease().unwrap().state, LeaseState::Held);
+        }
+        match store.leased(FOUR, &ns).build_atomic() {
+            Err(e @ BuildError::Lease(LeaseError::AllHeld { held: 4, .. })) => {
+                assert!(e.to_string().contains("all 4 worker ids"), "{e}")
+            }
+            other => panic!("{}: expected AllHeld, got {other:?}", store.name()),
+        }
+    }
+}
+
+#[test]
+fn a_released_id_is_taken_over_at_once_above_the_last_id() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("release");
+        let first = store.leased(ONE, &ns).build_ticker().unwrap();
+        let last = (0..1000).map(|_| first.next_id().unwrap()).max().unwrap();
+        drop(first);
+        // Without the release lowering the fence, the successor would face
+        // a fence a TTL ahead, more than this max_wait.
+        let successor = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_millis(50))
+            .build_mutex()
+            .unwrap();
+        assert!(successor.next_id().unwrap() > last, "{}", store.name());
+    }
+}
+
+#[test]
+fn an_expired_lease_is_taken_over_at_or_after_its_fence() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("expired");
+        // A holder that crashed right after acquiring: its fence a TTL ahead.
+        let fence = now_ms() + 300;
+        store.put(&ns, 0, "crashed", 300, fence);
+        assert!(matches!(
+            store.leased(ONE, &ns).build_atomic(),
+            Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. }))
+        ));
+        thread::sleep(Duration::from_millis(350));
+        let successor = store.leased(ONE, &ns).build_atomic().unwrap();
+        let id = successor.next_id().unwrap();
+        assert!(unix_ms(&ONE, id) >= fence, "{}", store.name());
+    }
+}
+
+#[test]
+fn a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("ahead");
+        let far = now_ms() + 60_000;
+        store.put(&ns, 0, "", 0, far);
+        match store.leased(ONE, &ns).build_atomic() {
+            Err(
+                e @ BuildError::FenceAhead {
+                    worker: 0,
+                    wait_nanos,
+                },
+            ) => {
+                assert!(wait_nanos > 50_000_000_000, "{e}");
+                assert!(e.to_string().contains("raise max_wait"), "{e}");
+            }
+            other => panic!("{}: expected FenceAhead, got {other:?}", store.name()),
+        }
+        // Given back, free, with its fence where it was.
+        let record = store.record(&ns, 0).unwrap();
+        assert_eq!((record.holder.as_str(), record.fence_ms), ("", far));
+    }
+}
+
+/// Rule 3, and a renewal never lowers a fence: a fence inherited 60 s ahead
+/// stays where it is, neither extended by a TTL nor lowered to the clock's.
+#[test]
+fn a_renewal_never_lowers_a_fence_nor_extends_one_beyond_the_ttl() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("lower");
+        let far = now_ms() + 60_000;
+        store.put(&ns, 0, "", 0, far);
+        let g = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_secs(120))
+            .build_atomic()
+            .unwrap();
+        let version = store.record(&ns, 0).unwrap().version;
+        eventually("a renewal", || {
+            store.record(&ns, 0).unwrap().version != version
+        });
+        let record = store.record(&ns, 0).unwrap();
+        assert_eq!(record.fence_ms, far, "{}", store.name());
+        assert_eq!(
+            g.lease().unwrap().fence,
+            UNIX_EPOCH + Duration::from_millis(far)
+        );
+    }
+}
+
+/// A fence a few ms into a 10 ms unit: that unit was the previous holder's.
+#[test]
+fn a_fence_inside_a_unit_starts_the_successor_at_the_next_unit() {
+    let _serial = serial();
+    let layout = Layout::builder()
+        .timestamp_bits(39)
+        .worker_bits(0)
+        .unit(Duration::from_millis(10))
+        .build_const();
+    for store in Store::all() {
+        let ns = namespace("unit");
+        let unit = layout.timestamp_at(SystemTime::now() - Duration::from_secs(1));
+        let unit_ms = layout.unix_millis_of(unit);
+        store.put(&ns, 0, "", 0, unit_ms + 3);
+        let g = store
+            .leased(layout, &ns)
+            .clock(ManualClock::from_unix_millis(unit_ms))
+            .build_atomic()
+            .unwrap();
+        assert_eq!(
+            g.try_next_id().unwrap_err(),
+            IssueError::WouldBlock {
+                wait_nanos: 10_000_000
+            },
+            "{}",
+            store.name()
+        );
+    }
+}
+
+/// The lease recovered at its fence: the refusals consumed no ticks, for
+/// every strategy and both calls, so the generator issues again at once.
+#[test]
+fn a_refusal_at_the_fence_consumes_nothing() {
+    let _serial = serial();
+    for store in Store::all() {
+        for strategy in Strategy::ALL {
+            let ns = namespace("refusal");
+            store.fresh(&ns);
+            let clock = ManualClock::new(SystemTime::now());
+            let g = common::build(strategy, store.leased(ONE_NARROW, &ns).clock(clock.clone()));
+            let fence = g.lease().unwrap().fence;
+            clock.set(fence);
+            for _ in 0..500 {
+                assert!(matches!(g.next_id(), Err(IssueError::LeaseLost { .. })));
+                assert!(matches!(g.try_next_id(), Err(IssueError::LeaseLost { .. })));
+                let mut batch = [Snowflake::default(); 3];
+                assert!(matches!(
+                    g.next_ids(&mut batch),
+                    Err(IssueError::LeaseLost { .. })
+                ));
+            }
+            // lease() says why (rule 8) ...
+            assert_ne!(g.lease().unwrap().state, LeaseState::Held);
+            // ... and the next renewal moves the fence a TTL past this clock.
+            eventually("a renewal", || g.lease().unwrap().fence > fence);
+            let id = g.try_next_id().unwrap_or_else(|e| {
+                panic!(
+                    "{}/{strategy}: refused after the renewal: {e}",
+                    store.name()
+                )
+            });
+            assert_eq!(
+                ONE_NARROW.time_of(ONE_NARROW.decode(id).unwrap().timestamp),
+                fence
+            );
+        }
+    }
+}
+
+/// Rule 1 over many TTLs: a healthy lease's confirmed fence keeps ahead of
+/// the generator, which is never refused.
+#[test]
+fn a_healthy_lease_is_never_refused() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("healthy");
+        let g = store.leased(FOUR, &ns).build_atomic().unwrap();
+        let until = Instant::now() + TTL * 5;
+        let mut count = 0;
+        while Instant::now() < until {
+            g.next_id()
+                .unwrap_or_else(|e| panic!("{}: refused: {e}", store.name()));
+            count += 1;
+            thread::sleep(Duration::from_micros(200));
+        }
+        assert!(count > 100);
+        assert_eq!(g.lease().unwrap().state, LeaseState::Held);
+    }
+}
+
+/// Rule 4 and rule 8: a lost lease runs to its fence, refuses, says why,
+/// and stays lost even once its record is gone.
+#[test]
+fn a_lost_lease_runs_to_its_fence_and_is_never_taken_back() {
+    let _serial = serial();
+    for store in Store::all() {
+        for strategy in Strategy::ALL {
+            let ns = namespace("lost");
+            store.fresh(&ns);
+            let clock = ManualClock::new(SystemTime::now());
+            let g = common::build(strategy, store.leased(FOUR, &ns).clock(clock.clone()));
+            store.steal(&ns, g.worker());
+            eventually("the lease to be lost", || {
+                g.lease().unwrap().state == LeaseState::Lost
+            });
+            let status = g.lease().unwrap();
+            assert!(status.last_error.unwrap().contains("no longer held"));
+            let id = g.next_id().unwrap();
+            assert!(FOUR.time_of(FOUR.decode(id).unwrap().timestamp) < status.fence);
+            clock.set(status.fence);
+            for result in [g.next_id(), g.try_next_id()] {
+                match result {
+                    Err(e @ IssueError::LeaseLost { .. }) => {
+                        assert!(e.to_string().contains("build a new generator"), "{e}")
+                    }
+                    other => panic!(
+                        "{}/{strategy}: expected LeaseLost, got {other:?}",
+                        store.name()
+                    ),
+                }
+            }
+            // The record goes: nobody writes it back, least of all the loser.
+            store.lose_data();
+            thread::sleep(RENEW * 4);
+            assert_eq!(g.lease().unwrap().state, LeaseState::Lost);
+            assert!(store.record(&ns, g.worker()).is_none(), "{}", store.name());
+        }
+    }
+}
+
+/// Mechanism 1 of the duplicates: a holder displaced by a loss must not get
+/// its lease back, and its release must not lower the fence of whoever
+/// holds the id now.
+#[test]
+fn a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("displaced");
+        // Slow renewals, so the release below comes before A notices.
+        let slow = store.lease(&ns).renew_every(TTL / 2);
+        let a = Builder::new()
+            .layout(ONE)
+            .lease(slow)
+            .build_atomic()
+            .unwrap();
+        let a_ids = run_to_fence_or(&a, 50);
+        store.lose_data();
+        let b = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap();
+        let taken = store.record(&ns, 0).unwrap();
+        drop(a);
+        let record = store.record(&ns, 0).unwrap();
+        assert_eq!(
+            record.holder,
+            taken.holder,
+            "{}: A's release freed B's id",
+            store.name()
+        );
+        assert!(
+            record.fence_ms >= taken.fence_ms,
+            "{}: A's release lowered B's fence",
+            store.name()
+        );
+        let b_first = b.next_id().unwrap();
+        assert!(b_first > *a_ids.iter().max().unwrap());
+    }
+}
+
+fn run_to_fence_or(g: &dyn IdGenerator, count: usize) -> Vec<Snowflake> {
+    (0..count).map(|_| g.next_id().unwrap()).collect()
+}
+
+/// Mechanism 2: two losses within a TTL. The holder after the first loss
+/// inherits a fence past the marker rule, and must not have extended it by
+/// a TTL: the holder after the second loss starts above all it issued.
+#[test]
+fn two_losses_within_a_ttl_keep_holders_apart() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("double");
+        let a = store.leased(ONE, &ns).build_atomic().unwrap();
+        let mut ids = run_to_fence_or(&a, 20);
+        store.lose_data();
+        std::mem::forget(a); // paused for good: it never releases
+        let b = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap();
+        store.lose_data();
+        ids.extend(run_to_fence(&b, Duration::from_secs(3)));
+        let c = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap();
+        let c_first = c.next_id().unwrap();
+        assert!(c_first > *ids.iter().max().unwrap(), "{}", store.name());
+    }
+}
+
+/// The loss rule with a holder whose clock is ahead within the skew: the
+/// successor starts past everything the holder may still issue.
+#[test]
+fn a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew() {
+    let _serial = serial();
+    #[derive(Clone)]
+    struct Ahead;
+    impl Clock for Ahead {
+        fn unix_nanos(&self) -> u64 {
+            SystemClock.unix_nanos() + 80_000_000
+        }
+    }
+    for store in Store::all() {
+        let ns = namespace("ahead-skew");
+        let a = store.leased(ONE, &ns).clock(Ahead).build_atomic().unwrap();
+        let mut a_ids = run_to_fence_or(&a, 20);
+        thread::sleep(RENEW * 2);
+        store.lose_data();
+        a_ids.extend(run_to_fence(&a, TTL * 4));
+        let b = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap();
+        let b_first = b.next_id().unwrap();
+        assert!(b_first > *a_ids.iter().max().unwrap(), "{}", store.name());
+    }
+}
+
+/// Rule 6: the marker is never earlier than the loss it marks, to the
+/// millisecond, even when the loss falls late in a second.
+#[test]
+fn the_marker_is_no_earlier_than_the_loss() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("marker");
+        drop(store.leased(ONE, &ns).build_atomic().unwrap());
+        // Late in a second: a marker counted in whole seconds would be early.
+        while SystemClock.unix_nanos() / 1_000_000 % 1_000 < 900 {
+            thread::sleep(Duration::from_millis(5));
+        }
+        let lost_at = now_ms();
+        store.lose_data();
+        let marker = store.registry().mark(&ns).unwrap();
+        assert!(
+            marker >= lost_at,
+            "{}: marker {marker} < loss {lost_at}",
+            store.name()
+        );
+        // And an id with no record is fenced a TTL and the skew past it.
+        let g = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap();
+        let first = g.next_id().unwrap();
+        let rule = marker + (TTL + SKEW).as_millis() as u64;
+        assert!(unix_ms(&ONE, first) >= rule, "{}", store.name());
+    }
+}
+
+/// Rule 7: a registry that stops answering costs the timeout, no more, and
+/// `lease()` says why while the generator runs on to its fence.
+#[test]
+fn a_frozen_registry_costs_the_timeout_and_lease_says_why() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("frozen");
+        let g = store.leased(ONE, &ns).build_atomic().unwrap();
+        {
+            let _frozen = store.freeze();
+            let started = Instant::now();
+            let built = store.leased(ONE, &namespace("frozen-new")).build_atomic();
+            let took = started.elapsed();
+            assert!(
+                matches!(
+                    built,
+                    Err(BuildError::Lease(LeaseError::Unreachable { .. }))
+                ),
+                "{}: {built:?}",
+                store.name()
+            );
+            assert!(
+                took < DEFAULT_TIMEOUT + Duration::from_millis(500),
+                "{took:?}"
+            );
+            eventually("the lease to report the outage", || {
+                g.lease().unwrap().state == LeaseState::Renewing
+            });
+            assert!(g.lease().unwrap().last_error.is_some());
+        }
+        eventually("the lease to recover", || {
+            g.lease().unwrap().state == LeaseState::Held
+        });
+        g.next_id().unwrap();
+    }
+}
+
+/// A registry whose first swap is slow to answer, as when it queues
+/// behind another transaction's lock.
+struct SlowSwap(Arc<dyn Registry>, std::sync::atomic::AtomicBool);
+
+impl Registry for SlowSwap {
+    fn read(&self, namespace: &str, workers: u64) -> Result<flakegen::lease::Snapshot, LeaseError> {
+        self.0.read(namespace, workers)
+    }
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+        self.0.mark(namespace)
+    }
+    fn swap(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        write: &Write<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        let swapped = self.0.swap(namespace, worker, expect, write);
+        if self.1.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            thread::sleep(TTL * 2);
+        }
+        swapped
+    }
+}
+
+/// Rule 7: a build whose acquisition outlived a renewal interval renews
+/// before it returns, so it never hands back a generator past its fence.
+#[test]
+fn a_slow_build_renews_before_it_returns() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("slow");
+        store.fresh(&ns);
+        let slow = SlowSwap(store.registry(), true.into());
+        let lease = Lease::new(slow, &ns).ttl(TTL).renew_every(RENEW).skew(SKEW);
+        let g = Builder::new()
+            .layout(ONE)
+            .lease(lease)
+            .build_atomic()
+            .unwrap();
+        let status = g.lease().unwrap();
+        assert!(
+            status.fence > SystemTime::now(),
+            "{}: built past its fence",
+            store.name()
+        );
+        g.next_id().unwrap();
+    }
+}
+
+#[test]
+fn bad_terms_get_clear_errors() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("bad");
+        let expect = |built: Result<flakegen::AtomicGenerator, BuildError>, says: &str| {
+            let message = built.map(drop).unwrap_err().to_string();
+            assert!(
+                message.contains(says),
+                "{}: {message:?} lacks {says:?}",
+                store.name()
+            );
+        };
+        expect(
+            store.leased(FOUR, "a{b}").build_atomic(),
+            "invalid lease namespace",
+        );
+        let short = Builder::new()
+            .layout(FOUR)
+            .lease(store.lease(&ns).ttl(Duration::from_millis(50)));
+        expect(short.build_atomic(), "the least a renewal can keep up with");
+        let slow = Builder::new()
+            .layout(FOUR)
+            .lease(store.lease(&ns).renew_every(Duration::from_millis(200)));
+        expect(slow.build_atomic(), "not well inside the TTL");
+        expect(
+            store
+                .leased(FOUR, &ns)
+                .max_lead(Duration::from_millis(260))
+                .build_atomic(),
+            "max_lead",
+        );
+        expect(
+            store.leased(FOUR, &ns).worker(1).build_atomic(),
+            "drop Builder::worker",
+        );
+        // The clock may be set after the lease: the lease's thread reads it too.
+        store.fresh(&ns);
+        let clock = ManualClock::new(SystemTime::now());
+        let g = Builder::new()
+            .lease(store.lease(&ns))
+            .clock(clock.clone())
+            .build_atomic()
+            .unwrap();
+        clock.set(g.lease().unwrap().fence);
+        eventually("a renewal on the new clock", || {
+            g.lease().unwrap().fence > clock.now()
+        });
+    }
+}
