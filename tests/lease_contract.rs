@@ -96,7 +96,7 @@ impl Store {
 
     /// The registry stops answering until the guard is dropped.
     fn freeze(&self) -> impl Drop + '_ {
-        struct Thaw<'a>(&'a Store, Vec<String>);
+        struct Thaw<'a>(&'a Store, #[allow(dead_code)] Vec<String>);
         impl Drop for Thaw<'_> {
             fn drop(&mut self) {
                 match self.0 {

@@ -254,7 +254,7 @@ mod helper {
 mod faults {
     use std::fs;
     use std::panic::{self, AssertUnwindSafe};
-    use std::path::{Path, PathBuf};
+    use std::path::PathBuf;
     use std::process::{Child, Command, ExitCode, Stdio};
     use std::thread;
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

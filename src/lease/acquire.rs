@@ -70,7 +70,7 @@ impl Lease {
         let start = fence::start_unit(layout, previous);
         if start > layout.max_timestamp() {
             let end = layout.exhausted_at().duration_since(UNIX_EPOCH);
-            let end_unix_millis = end.map_or(0, |d| fence::millis(d));
+            let end_unix_millis = end.map_or(0, fence::millis);
             return give_back(&mut holding, Refused::Exhausted { end_unix_millis });
         }
         let lead_units =

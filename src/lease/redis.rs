@@ -23,7 +23,7 @@ use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
 /// milliseconds for a 10-bit worker field (about 50 ms for Sonyflake's 16
 /// bits), once per build. A namespace's keys share a hash tag, so Redis
 /// Cluster keeps them on one shard. Every call, connecting included,
-/// finishes or fails within [`DEFAULT_TIMEOUT`] on the client.
+/// finishes or fails within [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) on the client.
 ///
 /// # What counts as a loss
 ///
