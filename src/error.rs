@@ -132,6 +132,19 @@ pub enum BuildError {
         /// The first instant the layout cannot represent, in ms since 1970.
         end_unix_millis: u64,
     },
+    /// The clock reads past the layout's last unit: a generator built now
+    /// could only repeat the last unit an earlier one may have issued.
+    LayoutExhausted {
+        /// The first instant the layout cannot represent, in ms since 1970.
+        end_unix_millis: u64,
+    },
+    /// The ID given to [`Builder::resume_after`](crate::Builder::resume_after)
+    /// is further ahead of the clock than `max_wait`: every call would
+    /// refuse until the clock got there.
+    ResumeAhead {
+        /// How long the generator would have to wait.
+        wait_nanos: u64,
+    },
     /// A background thread (the ticker's, or a lease's keeper) could not be started.
     TickerSpawn(std::io::Error),
     /// Both a worker id and a lease were given: a leased generator's worker
@@ -177,6 +190,19 @@ impl fmt::Display for BuildError {
                 f,
                 "cannot resume after that id: it is the layout's last (the layout ends at \
                  unix ms {end_unix_millis}); move to a layout with a later epoch or more timestamp bits"
+            ),
+            BuildError::LayoutExhausted { end_unix_millis } => write!(
+                f,
+                "the layout ran out of time at unix ms {end_unix_millis}, and the clock reads \
+                 past it: check that the clock is right, or move to a layout with a later \
+                 epoch or more timestamp bits"
+            ),
+            BuildError::ResumeAhead { wait_nanos } => write!(
+                f,
+                "the ID to resume after lies {:?} ahead of this clock, more than max_wait: it \
+                 came from a host whose clock ran ahead, or this clock is behind; check the \
+                 clocks, or raise max_wait",
+                Duration::from_nanos(*wait_nanos)
             ),
             BuildError::TickerSpawn(e) => write!(
                 f,

@@ -109,16 +109,48 @@ fn cases() -> Vec<Case> {
         "epoch in the past",
     );
     case(
-        "timestamp past the layout's end",
+        "clock past the layout's end at build",
         {
             let past_end =
                 ManualClock::new(Layout::TWITTER.exhausted_at() + Duration::from_secs(1));
-            let g = Builder::new().clock(past_end).build_mutex().unwrap();
+            err(Builder::new().clock(past_end).build_mutex())
+        },
+        |e| matches!(e, Error::Build(BuildError::LayoutExhausted { .. })),
+        "check that the clock is right",
+    );
+    case(
+        "timestamp past the layout's end while running",
+        {
+            let last_unit =
+                ManualClock::new(Layout::TWITTER.exhausted_at() - Duration::from_millis(1));
+            let g = Builder::new()
+                .clock(last_unit.clone())
+                .build_mutex()
+                .unwrap();
+            last_unit.advance(Duration::from_secs(1));
             // The last unit's sequence first, then the error, never a wrap.
             (0..=4096).try_for_each(|_| err(g.next_id()))
         },
         |e| matches!(e, Error::Issue(IssueError::TimestampExhausted { .. })),
         "check that the clock is right",
+    );
+    case(
+        "resume after an id further ahead than max_wait",
+        err(Builder::new()
+            .clock(clock())
+            .resume_after(
+                Layout::TWITTER
+                    .compose(Fields {
+                        timestamp: Layout::TWITTER
+                            .timestamp_at(clock().now() + Duration::from_secs(60)),
+                        worker: 0,
+                        sequence: 0,
+                    })
+                    .unwrap(),
+            )
+            .build_mutex()),
+        |e| matches!(e, Error::Build(BuildError::ResumeAhead { .. })),
+        "raise max_wait",
     );
     case(
         "resume after an id from another layout",

@@ -10,7 +10,7 @@
 
 use core::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::IdGenerator;
 use super::state::{Refusal, TickRules};
@@ -117,7 +117,7 @@ pub struct Reserved {
 pub(crate) use self::sealed::{Raw, Start};
 
 mod sealed {
-    use super::{BuildError, Clock, Core, Refusal, Reserved, wait};
+    use super::{BuildError, Clock, Core, Instant, Refusal, Reserved, wait};
 
     /// How a strategy keeps concurrent callers apart: its only job is to hand
     /// out disjoint ranges of ticks. Public in name only (the module is
@@ -135,11 +135,18 @@ mod sealed {
         /// reserves nothing and says why, with the clock reading (ns) it judged by.
         fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)>;
 
-        /// Blocks until the clock reaches the start of `unit`; the clock
-        /// read `now_nanos` a moment ago.
+        /// Blocks until the clock reaches the start of `unit`, or until the
+        /// monotonic clock reaches `give_up`; the clock read `now_nanos` a
+        /// moment ago. `Err` with how far behind the clock still is.
         #[cold]
-        fn wait_until(&self, core: &Core<C>, unit: u64, now_nanos: u64) {
-            wait::until_unit(&core.clock, core.layout(), unit, now_nanos);
+        fn wait_until(
+            &self,
+            core: &Core<C>,
+            unit: u64,
+            now_nanos: u64,
+            give_up: Option<Instant>,
+        ) -> Result<(), u64> {
+            wait::until_unit(&core.clock, core.layout(), unit, now_nanos, give_up).map(drop)
         }
 
         /// Gives back ticks `first..=end`, reserved by `reserve` and refused
@@ -187,6 +194,13 @@ impl<C: Clock> Core<C> {
                 now_unix_millis: now / 1_000_000,
             });
         }
+        if layout.units_since_epoch(now) > layout.max_timestamp() {
+            // A generator built now could only issue the last unit, which an
+            // earlier one may have issued already: every restart would repeat it.
+            return Err(BuildError::LayoutExhausted {
+                end_unix_millis: unix_millis(layout.exhausted_at()),
+            });
+        }
         let unit_nanos = layout.unit().as_nanos();
         let max_wait_nanos = u64::try_from(max_wait.as_nanos().max(unit_nanos)).unwrap_or(u64::MAX);
         let lead_units = u64::try_from(max_lead.as_nanos() / unit_nanos).unwrap_or(u64::MAX);
@@ -228,14 +242,22 @@ impl<C: Clock> Core<C> {
             fence,
             keeper,
         };
-        if last >= rules.max_tick() {
+        let refused = if last >= rules.max_tick() {
+            Some(BuildError::ResumeAfterExhausted {
+                end_unix_millis: unix_millis(layout.exhausted_at()),
+            })
+        } else {
+            // The first tick it may issue, held back to within max_lead of the clock.
+            let first_unit = layout.unit_of_tick(last + 1).saturating_sub(lead_units);
+            let wait_nanos = layout.unit_start_nanos(first_unit).saturating_sub(now);
+            (wait_nanos > max_wait_nanos).then_some(BuildError::ResumeAhead { wait_nanos })
+        };
+        if let Some(error) = refused {
             if let Some(keeper) = core.keeper {
                 // Nothing was issued: give the lease back without a wait for the next holder.
                 keeper.release(lease_last);
             }
-            return Err(BuildError::ResumeAfterExhausted {
-                end_unix_millis: unix_millis(layout.exhausted_at()),
-            });
+            return Err(error);
         }
         Ok((core, last))
     }
@@ -276,6 +298,13 @@ impl<C: Clock> Core<C> {
         } else {
             Ok(wait)
         }
+    }
+
+    /// When a wait that starts now must give up, by the monotonic clock:
+    /// `max_wait` bounds every wait, whatever the generator's clock does
+    /// meanwhile (stops, steps back). `None`: no bound.
+    fn give_up(&self) -> Option<Instant> {
+        Instant::now().checked_add(Duration::from_nanos(self.max_wait_nanos))
     }
 
     /// The first tick that may not be issued: the lease's fence.
@@ -356,8 +385,11 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
             Err(Refusal::WaitUntil(unit)) => {
                 let now_nanos = self.core.clock.unix_nanos();
                 self.core.wait_for(unit, now_nanos)?;
-                // The ticks are ours; hand them out once the clock allows.
-                self.raw.wait_until(&self.core, unit, now_nanos);
+                // The ticks are ours; hand them out once the clock allows, or
+                // skip them if it does not within max_wait (a gap, never a repeat).
+                self.raw
+                    .wait_until(&self.core, unit, now_nanos, self.core.give_up())
+                    .map_err(|behind_nanos| IssueError::ClockBehind { behind_nanos })?;
                 Ok(first)
             }
         }
@@ -371,11 +403,15 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     fn settle_at_fence(&self, first: u64, end: u64, now: u64) -> Result<u64, IssueError> {
         if let Err(Refusal::WaitUntil(unit)) = self.core.rules.verdict(end, now, u64::MAX) {
             let now_nanos = self.core.clock.unix_nanos();
-            if self.core.wait_for(unit, now_nanos).is_ok() {
-                self.raw.wait_until(&self.core, unit, now_nanos);
-                if end < self.core.cap() {
-                    return Ok(first);
-                }
+            let give_up = self.core.give_up();
+            if self.core.wait_for(unit, now_nanos).is_ok()
+                && self
+                    .raw
+                    .wait_until(&self.core, unit, now_nanos, give_up)
+                    .is_ok()
+                && end < self.core.cap()
+            {
+                return Ok(first);
             }
         }
         self.raw.give_back(first, end);

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
 use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter, TickRules};
-use super::wait::MAX_NAP;
+use super::wait;
 use crate::clock::{self, Clock, SystemClock};
 use crate::error::BuildError;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
@@ -186,23 +186,29 @@ impl<C: Clock> Raw<C> for Ticker {
     /// published; if the thread is late (starved of CPU, or gone), reads the
     /// clock itself and publishes what it read for the other callers.
     #[cold]
-    fn wait_until(&self, core: &Core<C>, target: u64, mut now_nanos: u64) {
+    fn wait_until(
+        &self,
+        core: &Core<C>,
+        target: u64,
+        mut now_nanos: u64,
+        give_up: Option<Instant>,
+    ) -> Result<(), u64> {
         let layout = core.layout();
         let deadline = layout.unit_start_nanos(target);
         let view = &self.published.view;
         loop {
             if now_nanos < deadline {
                 // No yield-polling: see the `wait` module.
-                thread::sleep(Duration::from_nanos(deadline - now_nanos).min(MAX_NAP));
+                wait::nap(deadline, now_nanos, give_up)?;
             }
             // Relaxed: a late value only costs a clock read.
             if view.unit.load(Ordering::Relaxed) >= target {
-                return;
+                return Ok(());
             }
             now_nanos = core.clock.unix_nanos();
             if now_nanos >= deadline {
                 view.publish(&core.rules, layout.units_since_epoch(now_nanos));
-                return;
+                return Ok(());
             }
         }
     }

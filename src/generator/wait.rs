@@ -9,7 +9,7 @@
 //! thread uses up a unit's sequence in a fraction of the unit.
 
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::layout::Layout;
@@ -18,19 +18,38 @@ use crate::layout::Layout;
 /// moved by another thread) is noticed promptly.
 pub(crate) const MAX_NAP: Duration = Duration::from_millis(10);
 
-/// Blocks until `clock` reaches the start of unit `target`; returns its
-/// reading then. `now_nanos` is a reading the caller already made.
+/// Blocks until `clock` reaches the start of unit `target`, and returns its
+/// reading then; or, once the monotonic clock reaches `give_up`, returns how
+/// far behind it still is. `now_nanos` is a reading the caller already made.
 #[cold]
 pub(crate) fn until_unit<C: Clock + ?Sized>(
     clock: &C,
     layout: &Layout,
     target: u64,
     mut now_nanos: u64,
-) -> u64 {
+    give_up: Option<Instant>,
+) -> Result<u64, u64> {
     let deadline = layout.unit_start_nanos(target);
     while now_nanos < deadline {
-        thread::sleep(Duration::from_nanos(deadline - now_nanos).min(MAX_NAP));
+        nap(deadline, now_nanos, give_up)?;
         now_nanos = clock.unix_nanos();
     }
-    now_nanos
+    Ok(now_nanos)
+}
+
+/// Sleeps towards `deadline` (the clock's ns, which read `now_nanos`): at
+/// most [`MAX_NAP`], and never past `give_up`. The bound is the monotonic
+/// clock's, so a clock that stops or steps back cannot hold a waiter.
+/// `Err` with how far behind the clock still is, once `give_up` has come.
+pub(crate) fn nap(deadline: u64, now_nanos: u64, give_up: Option<Instant>) -> Result<(), u64> {
+    let mut nap = Duration::from_nanos(deadline.saturating_sub(now_nanos)).min(MAX_NAP);
+    if let Some(give_up) = give_up {
+        let left = give_up.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(deadline.saturating_sub(now_nanos));
+        }
+        nap = nap.min(left);
+    }
+    thread::sleep(nap);
+    Ok(())
 }
