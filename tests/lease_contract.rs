@@ -626,6 +626,36 @@ fn the_marker_is_no_earlier_than_the_loss() {
     }
 }
 
+/// A service started right after a loss comes up without a retry loop: its
+/// build waits out the marker rule (renewing the lease meanwhile), though
+/// that is longer than the generator's `max_wait`.
+#[test]
+fn a_build_right_after_a_loss_waits_for_its_fence() {
+    let _serial = serial();
+    for store in Store::all() {
+        let ns = namespace("after-loss");
+        let lost_at = now_ms();
+        store.lose_data();
+        let started = Instant::now();
+        let g = store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_millis(50))
+            .build_atomic()
+            .unwrap_or_else(|e| panic!("{}: {e}", store.name()));
+        assert!(
+            started.elapsed()
+                < Lease::new(MemoryRegistry::new(), "x")
+                    .ttl(TTL)
+                    .skew(SKEW)
+                    .start_wait()
+        );
+        let id = g.next_id().unwrap();
+        let rule = lost_at + (TTL + SKEW).as_millis() as u64;
+        assert!(unix_ms(&ONE, id) >= rule, "{}", store.name());
+        assert_eq!(g.lease().unwrap().state, LeaseState::Held);
+    }
+}
+
 /// Rule 7: a registry that stops answering costs the timeout, no more, and
 /// `lease()` says why while the generator runs on to its fence.
 #[test]

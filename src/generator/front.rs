@@ -247,8 +247,10 @@ impl<C: Clock> Core<C> {
                 end_unix_millis: unix_millis(layout.exhausted_at()),
             })
         } else {
-            // The first tick it may issue, held back to within max_lead of the clock.
+            // The first tick it may issue, held back to within max_lead of the
+            // clock, as the clock reads now that any lease has been acquired.
             let first_unit = layout.unit_of_tick(last + 1).saturating_sub(lead_units);
+            let now = core.clock.unix_nanos();
             let wait_nanos = layout.unit_start_nanos(first_unit).saturating_sub(now);
             (wait_nanos > max_wait_nanos).then_some(BuildError::ResumeAhead { wait_nanos })
         };

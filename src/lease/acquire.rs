@@ -2,14 +2,18 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::fence::{self, Fence};
-use super::keeper::Keeper;
+use super::keeper::{Keeper, LeaseState};
 use super::protocol::{self, Holding, Unconfirmed};
 use super::{Lease, LeaseError};
 use crate::clock::Clock;
 use crate::layout::Layout;
+
+/// The longest a waiting build sleeps before it looks at its lease again.
+const START_NAP: Duration = Duration::from_millis(50);
 
 /// A lease just acquired, for a generator being built.
 pub(crate) struct Acquired {
@@ -77,7 +81,10 @@ impl Lease {
             u64::try_from(max_lead.as_nanos() / layout.unit().as_nanos()).unwrap_or(u64::MAX);
         let ready_at = layout.unit_start_nanos(start.saturating_sub(lead_units));
         let wait_nanos = ready_at.saturating_sub(clock.unix_nanos());
-        if wait_nanos > max_wait_nanos {
+        // Past max_wait but within the start wait, the build itself waits
+        // (below), with the lease renewed meanwhile.
+        let start_wait = fence::nanos(fence::millis(self.start_wait()));
+        if wait_nanos > max_wait_nanos.max(start_wait) {
             let worker = holding.worker;
             return give_back(&mut holding, Refused::FenceAhead { worker, wait_nanos });
         }
@@ -105,15 +112,41 @@ impl Lease {
             renewed_at,
             Arc::clone(&fence),
         );
-        match spawned {
-            Ok(keeper) => Ok(Acquired {
-                worker,
-                last_tick: layout.first_tick(start).saturating_sub(1),
-                fence,
-                keeper,
-            }),
-            Err(e) => give_back(&mut holding, Refused::Spawn(e)),
+        let keeper = match spawned {
+            Ok(keeper) => keeper,
+            Err(e) => return give_back(&mut holding, Refused::Spawn(e)),
+        };
+        if wait_nanos > max_wait_nanos {
+            // Until the generator's own wait is within max_wait, by the
+            // monotonic clock: a clock that stops cannot hold the build.
+            let give_up = Instant::now() + Duration::from_nanos(wait_nanos);
+            loop {
+                let left = ready_at.saturating_sub(clock.unix_nanos());
+                if left <= max_wait_nanos {
+                    break;
+                }
+                let lost = keeper.status().state == LeaseState::Lost;
+                if lost || Instant::now() >= give_up {
+                    // Nothing was issued: the fence goes back to where this holder started.
+                    keeper.release(layout.first_tick(start).saturating_sub(1));
+                    return Err(if lost {
+                        Refused::Lease(terms.lost(worker))
+                    } else {
+                        Refused::FenceAhead {
+                            worker,
+                            wait_nanos: left,
+                        }
+                    });
+                }
+                thread::sleep(Duration::from_nanos(left - max_wait_nanos).min(START_NAP));
+            }
         }
+        Ok(Acquired {
+            worker,
+            last_tick: layout.first_tick(start).saturating_sub(1),
+            fence,
+            keeper,
+        })
     }
 }
 

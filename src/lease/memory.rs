@@ -23,21 +23,24 @@ use crate::clock::{Clock, SystemClock};
 /// marker rule instead of taking a fence the loss erased.
 ///
 /// ```
-/// use std::time::Duration;
+/// use std::time::{Duration, SystemTime};
 /// use flakegen::{Builder, IdGenerator, lease::{Lease, MemoryRegistry}};
 ///
 /// let registry = MemoryRegistry::new();
-/// let lease = Lease::new(registry.clone(), "orders").ttl(Duration::from_millis(500));
+/// let lease = Lease::new(registry.clone(), "orders")
+///     .ttl(Duration::from_millis(300))
+///     .skew(Duration::from_millis(100));
 /// let a = Builder::new().lease(lease.clone()).build_atomic()?;
 /// let b = Builder::new().lease(lease.clone()).build_atomic()?;
 /// assert_ne!(a.worker(), b.worker());
 ///
+/// let lost_at = SystemTime::now();
 /// registry.lose_data();
-/// let c = Builder::new()
-///     .lease(lease.skew(Duration::from_millis(100)))
-///     .max_wait(Duration::from_millis(50))
-///     .build_atomic();
-/// assert!(c.is_err()); // its fence is the TTL and the skew past the loss
+/// // The build waits (up to Lease::start_wait) for the TTL and the skew.
+/// let c = Builder::new().lease(lease).build_atomic()?;
+/// let id = c.next_id()?;
+/// let issued_at = c.layout().time_of(c.layout().decode(id)?.timestamp);
+/// assert!(issued_at >= lost_at + Duration::from_millis(400));
 /// # Ok::<(), flakegen::Error>(())
 /// ```
 #[derive(Clone)]

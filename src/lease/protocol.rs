@@ -150,7 +150,7 @@ impl Terms<'_> {
         }
     }
 
-    fn lost(&self, worker: u64) -> LeaseError {
+    pub(crate) fn lost(&self, worker: u64) -> LeaseError {
         LeaseError::Lost {
             namespace: self.namespace.to_owned(),
             worker,

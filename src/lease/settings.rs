@@ -87,6 +87,18 @@ impl Lease {
         self
     }
 
+    /// The longest a build waits for a previous holder's fence that lies
+    /// ahead of its clock, beyond the generator's `max_wait`: the TTL, plus
+    /// the skew allowance, plus a second. That covers the fence of an id the
+    /// registry lost (see [A registry that loses its data](super#a-registry-that-loses-its-data)),
+    /// so a service started right after a registry restart comes up without
+    /// a retry loop of its own. The lease is renewed meanwhile.
+    pub fn start_wait(&self) -> Duration {
+        self.ttl
+            .saturating_add(self.skew)
+            .saturating_add(Duration::from_secs(1))
+    }
+
     /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.namespace

@@ -113,5 +113,10 @@ impl Backend {
 
 /// Sends `signal` to every process in `pids`.
 pub fn signal_all(pids: &[String], signal: &str) {
-    let _ = Command::new("kill").arg(signal).args(pids).status();
+    // A backend that exited meanwhile has nothing to signal.
+    let _ = Command::new("kill")
+        .arg(signal)
+        .args(pids)
+        .stderr(Stdio::null())
+        .status();
 }
