@@ -135,21 +135,12 @@ impl PostgresRegistry {
             let call = call(Arc::clone(&client));
             async move { (client, call.await) }
         });
-        result.map_err(|failure| self.error(failure))
+        result.map_err(|failure| failure.into_lease(&self.remote.address, |e| self.error(e)))
     }
 
-    fn error(&self, failure: Failure<tokio_postgres::Error>) -> LeaseError {
+    /// The client's error, said as a [`LeaseError`].
+    fn error(&self, e: tokio_postgres::Error) -> LeaseError {
         let address = self.remote.address.clone();
-        let e = match failure {
-            Failure::Client(e) => e,
-            Failure::TimedOut(after) => {
-                return LeaseError::Unreachable {
-                    address,
-                    source: format!("no answer within {after:?}").into(),
-                };
-            }
-            Failure::Lease(e) => return e,
-        };
         // The server's own words ("password authentication failed for user
         // ..."), not the client's "db error".
         let Some(db) = e.as_db_error() else {

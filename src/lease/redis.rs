@@ -177,21 +177,12 @@ impl RedisRegistry {
             let reply = invocation.invoke_async(&mut connection).await;
             (connection, reply.map_err(Failure::Client))
         });
-        result.map_err(|failure| self.error(failure))
+        result.map_err(|failure| failure.into_lease(&self.remote.address, |e| self.error(e)))
     }
 
-    fn error(&self, failure: Failure<RedisError>) -> LeaseError {
+    /// The client's error, said as a [`LeaseError`].
+    fn error(&self, e: RedisError) -> LeaseError {
         let address = self.remote.address.clone();
-        let e = match failure {
-            Failure::Client(e) => e,
-            Failure::TimedOut(after) => {
-                return LeaseError::Unreachable {
-                    address,
-                    source: format!("no answer within {after:?}").into(),
-                };
-            }
-            Failure::Lease(e) => return e,
-        };
         if e.kind() == ErrorKind::AuthenticationFailed
             || e.code()
                 .is_some_and(|code| code == "NOAUTH" || code == "WRONGPASS")

@@ -42,6 +42,24 @@ pub(crate) enum Failure<E> {
     Lease(LeaseError),
 }
 
+impl<E> Failure<E> {
+    /// The failure as a [`LeaseError`]; `client` says the client's own errors.
+    pub(crate) fn into_lease(
+        self,
+        address: &str,
+        client: impl FnOnce(E) -> LeaseError,
+    ) -> LeaseError {
+        match self {
+            Failure::Client(e) => client(e),
+            Failure::TimedOut(after) => LeaseError::Unreachable {
+                address: address.to_owned(),
+                source: format!("no answer within {after:?}").into(),
+            },
+            Failure::Lease(e) => e,
+        }
+    }
+}
+
 impl<E> From<E> for Failure<E> {
     fn from(e: E) -> Self {
         Failure::Client(e)
