@@ -6,6 +6,7 @@
 #   scripts/services.sh stop                # both; leaves nothing running
 #   scripts/services.sh start redis         # one of them (the fault tests use this)
 #   scripts/services.sh stop postgres
+#   scripts/services.sh crash redis         # SIGKILL and start: a loss
 #
 # Missing servers are installed from the distribution's packages
 # (apt-get install postgresql redis-server; this needs root). PostgreSQL runs
@@ -106,12 +107,24 @@ start_redis() {
   redis-server --bind 127.0.0.1 --port "$redis_port" --requirepass "$password" \
     --save '' --appendonly no --daemonize yes --dir "$dir" \
     --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
-  for _ in $(seq 100); do
+  for _ in $(seq 500); do
     redis-cli -p "$redis_port" -a "$password" --no-auth-warning ping >/dev/null 2>&1 && return
-    sleep 0.1
+    sleep 0.02
   done
   tail -20 "$dir/redis.log" >&2
   die "redis did not start"
+}
+
+# Waits (up to 5 s) until a process is gone, or a zombie its parent has yet
+# to reap: either way, no longer listening.
+wait_gone() {
+  local state
+  for _ in $(seq 500); do
+    state=$(ps -o stat= -p "$1" 2>/dev/null || true)
+    if [ -z "$state" ] || [ "${state:0:1}" = Z ]; then return 0; fi
+    sleep 0.01
+  done
+  return 1
 }
 
 stop_redis() {
@@ -121,10 +134,21 @@ stop_redis() {
   if kill -0 "$pid" 2>/dev/null; then
     say "stopping redis"
     kill "$pid"
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
+    wait_gone "$pid" || kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$dir/redis.pid"
+}
+
+# A crash: SIGKILL, then a start. Without persistence, Redis comes back empty.
+crash_redis() {
+  [ -f "$dir/redis.pid" ] || die "redis is not running"
+  local pid
+  pid=$(cat "$dir/redis.pid")
+  say "crashing redis"
+  kill -9 "$pid" 2>/dev/null || true
+  wait_gone "$pid"
+  rm -f "$dir/redis.pid"
+  start_redis
 }
 
 command=${1:-}
@@ -136,12 +160,16 @@ case "$command" in
     if [ "$which" != redis ]; then start_postgres; echo "export FLAKEGEN_TEST_POSTGRES_URL=$pg_url"; fi
     if [ "$which" != postgres ]; then start_redis; echo "export FLAKEGEN_TEST_REDIS_URL=$redis_url"; fi
     ;;
+  crash)
+    [ "$which" = redis ] || die "only redis can be crashed: use stop and start for postgres"
+    crash_redis
+    ;;
   stop)
     if [ "$which" != redis ]; then stop_postgres; fi
     if [ "$which" != postgres ]; then stop_redis; fi
     if [ "$which" = all ]; then rm -rf "$dir"; fi
     ;;
   *)
-    die "usage: $0 start|stop [postgres|redis]"
+    die "usage: $0 start|stop [postgres|redis], or $0 crash redis"
     ;;
 esac

@@ -594,6 +594,26 @@ fn a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew() {
     }
 }
 
+/// Loses the store's data so that the loss (a restart, for Redis) begins and
+/// ends late in one second; returns when it began.
+fn lose_late_in_a_second(store: &Store) -> u64 {
+    let mut took = 0;
+    for _ in 0..20 {
+        let begin_at = 980u64.saturating_sub(took + 20);
+        while !(begin_at..begin_at + 10).contains(&(now_ms() % 1_000)) {
+            thread::sleep(Duration::from_micros(500));
+        }
+        let lost_at = now_ms();
+        store.lose_data();
+        let done = now_ms();
+        took = done - lost_at;
+        if done / 1_000 == lost_at / 1_000 && done % 1_000 >= 900 {
+            return lost_at;
+        }
+    }
+    panic!("{}: could not time a loss late in a second", store.name());
+}
+
 /// Rule 6: the marker is never earlier than the loss it marks, to the
 /// millisecond, even when the loss falls late in a second.
 #[test]
@@ -602,12 +622,10 @@ fn the_marker_is_no_earlier_than_the_loss() {
     for store in Store::all() {
         let ns = namespace("marker");
         drop(store.leased(ONE, &ns).build_atomic().unwrap());
-        // Late in a second: a marker counted in whole seconds would be early.
-        while SystemClock.unix_nanos() / 1_000_000 % 1_000 < 900 {
-            thread::sleep(Duration::from_millis(5));
-        }
-        let lost_at = now_ms();
-        store.lose_data();
+        let lost_at = lose_late_in_a_second(&store);
+        // Read in the next second: a marker counted in whole seconds of
+        // uptime would now be up to a second early.
+        thread::sleep(Duration::from_millis(1_030 - now_ms() % 1_000));
         let marker = store.registry().mark(&ns).unwrap();
         assert!(
             marker >= lost_at,

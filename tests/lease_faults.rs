@@ -199,9 +199,12 @@ mod helper {
             };
             let worker = generator.worker();
             writeln!(file, "lease {worker} {}", real_nanos())?;
-            let until = orders.hold_ms.map(|(low, high)| {
-                Instant::now() + Duration::from_millis(random.between(low, high))
-            });
+            // Held for a while from its first ID: a lease that starts at a
+            // fence ahead waits for it first.
+            let hold = orders
+                .hold_ms
+                .map(|(low, high)| Duration::from_millis(random.between(low, high)));
+            let mut until = None;
             let (mut first, mut last, mut count) = (None, 0, 0u64);
             let mut fence = None;
             let reason = loop {
@@ -218,6 +221,7 @@ mod helper {
                 }
                 let at = real_nanos();
                 first.get_or_insert(at);
+                until = until.or_else(|| hold.map(|hold| Instant::now() + hold));
                 last = at;
                 count += batch.len() as u64;
                 for id in &batch {
@@ -254,7 +258,7 @@ mod helper {
 mod faults {
     use std::fs;
     use std::panic::{self, AssertUnwindSafe};
-    use std::path::PathBuf;
+    use std::path::{Path, PathBuf};
     use std::process::{Child, Command, ExitCode, Stdio};
     use std::thread;
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -371,7 +375,13 @@ mod faults {
                 clock_offset_ms,
                 max_wait_ms,
             };
-            let child = Command::new(std::env::current_exe().unwrap())
+            // The running binary, even if a rebuild has replaced its file since.
+            let this = if Path::new("/proc/self/exe").exists() {
+                PathBuf::from("/proc/self/exe")
+            } else {
+                std::env::current_exe().unwrap()
+            };
+            let child = Command::new(this)
                 .args(orders.to_args())
                 .stdout(Stdio::null())
                 .stderr(log)
@@ -608,7 +618,7 @@ mod faults {
                 .filter(|i| !killed.contains(i) && !paused.iter().any(|(p, _)| p == i))
                 .collect();
             let pick = live[random.between(0, live.len() as u64) as usize];
-            let kind = match random.between(0, 6) {
+            let kind = match random.between(0, 7) {
                 0 => {
                     // Often past the TTL, so the id is taken meanwhile.
                     let pause = Duration::from_millis(random.between(300, 2_500));
@@ -643,6 +653,16 @@ mod faults {
                     }
                     "restart burst"
                 }
+                6 => {
+                    // Displaced, then a loss: the holder comes back to a
+                    // registry that no longer knows who took its id.
+                    let ttl = super::helper::TTL_MS;
+                    scenario.signal(pick, "-STOP");
+                    thread::sleep(Duration::from_millis(random.between(ttl + 200, ttl + 800)));
+                    backend.lose_data();
+                    scenario.signal(pick, "-CONT");
+                    "holder displaced, then a loss"
+                }
                 _ => {
                     #[cfg(feature = "postgres")]
                     if backend.name() == "postgres" {
@@ -663,12 +683,15 @@ mod faults {
         for (helper, _) in paused {
             scenario.signal(helper, "-CONT");
         }
-        let losses = match backend.name() {
+        let losses: u32 = match backend.name() {
             "redis" => ["server restarted", "restart burst"]
                 .iter()
                 .map(|k| faults.get(k).copied().unwrap_or(0))
                 .sum(),
-            _ => faults.get("truncate burst").copied().unwrap_or(0),
+            _ => ["truncate burst", "holder displaced, then a loss"]
+                .iter()
+                .map(|k| faults.get(k).copied().unwrap_or(0))
+                .sum(),
         };
         println!("  faults: {faults:?} ({losses} with data loss)");
         scenario.finish(&killed);

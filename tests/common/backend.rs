@@ -93,8 +93,8 @@ impl Backend {
         pids
     }
 
-    /// Loses the registry's data: `TRUNCATE` on PostgreSQL, a restart on
-    /// Redis (which runs without persistence).
+    /// Loses the registry's data: `TRUNCATE` on PostgreSQL, a crash and a
+    /// start on Redis (which runs without persistence).
     pub fn lose_data(self) {
         match self {
             #[cfg(feature = "postgres")]
@@ -103,10 +103,7 @@ impl Backend {
                 client.batch_execute("TRUNCATE flakegen_leases").unwrap();
             }
             #[cfg(feature = "redis")]
-            Backend::Redis => {
-                self.services("stop");
-                self.services("start");
-            }
+            Backend::Redis => self.services("crash"),
         }
     }
 }
