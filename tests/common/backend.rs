@@ -100,7 +100,13 @@ impl Backend {
             #[cfg(feature = "postgres")]
             Backend::Postgres => {
                 let mut client = postgres::Client::connect(&self.url(), postgres::NoTls).unwrap();
-                client.batch_execute("TRUNCATE flakegen_leases").unwrap();
+                // Before flakegen first connects there is no table, and nothing to lose.
+                client
+                    .batch_execute(
+                        "DO $$ BEGIN IF to_regclass('flakegen_leases') IS NOT NULL THEN \
+                         TRUNCATE flakegen_leases; END IF; END $$",
+                    )
+                    .unwrap();
             }
             #[cfg(feature = "redis")]
             Backend::Redis => self.services("crash"),
