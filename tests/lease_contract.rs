@@ -661,13 +661,7 @@ fn a_build_right_after_a_loss_waits_for_its_fence() {
             .max_wait(Duration::from_millis(50))
             .build_atomic()
             .unwrap_or_else(|e| panic!("{}: {e}", store.name()));
-        assert!(
-            started.elapsed()
-                < Lease::new(MemoryRegistry::new(), "x")
-                    .ttl(TTL)
-                    .skew(SKEW)
-                    .start_wait()
-        );
+        assert!(started.elapsed() < store.lease(&ns).start_wait());
         let id = g.next_id().unwrap();
         let rule = lost_at + (TTL + SKEW).as_millis() as u64;
         assert!(unix_ms(&ONE, id) >= rule, "{}", store.name());

@@ -75,15 +75,16 @@ pub(crate) struct Settings<C> {
 }
 
 /// A lease, with the generator's clock shared with the lease's thread.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct Leased {
     pub(crate) lease: Lease,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
-impl fmt::Debug for dyn Clock {
+impl fmt::Debug for Leased {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("dyn Clock")
+        // The clock is the builder's, shown beside it.
+        self.lease.fmt(f)
     }
 }
 
@@ -146,7 +147,7 @@ mod sealed {
             now_nanos: u64,
             give_up: Option<Instant>,
         ) -> Result<(), u64> {
-            wait::until_unit(&core.clock, core.layout(), unit, now_nanos, give_up).map(drop)
+            wait::until_unit(&core.clock, core.layout(), unit, now_nanos, give_up)
         }
 
         /// Gives back ticks `first..=end`, reserved by `reserve` and refused
@@ -216,7 +217,8 @@ impl<C: Clock> Core<C> {
             (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),
             (worker, None) => (worker.unwrap_or(0), 0, Arc::new(Fence::none()), None),
             (None, Some(Leased { lease, clock })) => {
-                let acquired = lease.acquire(&layout, clock, max_lead, max_wait_nanos)?;
+                let acquired =
+                    lease.acquire(&layout, clock, max_lead, lead_units, max_wait_nanos)?;
                 (
                     acquired.worker,
                     acquired.last_tick,
@@ -249,7 +251,7 @@ impl<C: Clock> Core<C> {
         } else {
             // The first tick it may issue, held back to within max_lead of the
             // clock, as the clock reads now that any lease has been acquired.
-            let first_unit = layout.unit_of_tick(last + 1).saturating_sub(lead_units);
+            let first_unit = rules.ready_unit(last + 1);
             let now = core.clock.unix_nanos();
             let wait_nanos = layout.unit_start_nanos(first_unit).saturating_sub(now);
             (wait_nanos > max_wait_nanos).then_some(BuildError::ResumeAhead { wait_nanos })

@@ -78,6 +78,13 @@ impl TickRules {
         }
     }
 
+    /// The unit the clock must reach before `tick` may be issued: its own,
+    /// less the lead allowed.
+    #[inline]
+    pub(crate) const fn ready_unit(&self, tick: u64) -> u64 {
+        self.layout.unit_of_tick(tick).saturating_sub(self.max_lead)
+    }
+
     /// Whether ticks up to `end` may be issued when the clock reads unit `now`
     /// and nothing at or past `cap` may be issued (a lease's fence; `u64::MAX`
     /// for none). With the cap, `end < limit(now).min(cap)` is the same
@@ -90,7 +97,7 @@ impl TickRules {
         if end >= cap {
             return Err(Refusal::Fenced);
         }
-        let ready_at = self.layout.unit_of_tick(end).saturating_sub(self.max_lead);
+        let ready_at = self.ready_unit(end);
         if ready_at > now {
             Err(Refusal::WaitUntil(ready_at))
         } else {
@@ -236,10 +243,12 @@ impl TickCounter {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return,
-                // Below ours: another refused caller gave back past us, which
-                // it cannot (it took after us); spurious failure otherwise.
+                // A spurious failure of the weak exchange: try again.
                 Err(actual) if actual == end => {}
+                // Never: a caller that took after us gives back to `end` at most.
                 Err(actual) if actual < end => return,
+                // Taken after us: wait a little for those callers to give
+                // back too; if they issued instead, ours stay a gap.
                 Err(_) if backoff.is_completed() => return,
                 Err(_) => backoff.snooze(),
             }

@@ -18,9 +18,9 @@ use crate::layout::Layout;
 /// moved by another thread) is noticed promptly.
 pub(crate) const MAX_NAP: Duration = Duration::from_millis(10);
 
-/// Blocks until `clock` reaches the start of unit `target`, and returns its
-/// reading then; or, once the monotonic clock reaches `give_up`, returns how
-/// far behind it still is. `now_nanos` is a reading the caller already made.
+/// Blocks until `clock` reaches the start of unit `target`; or, once the
+/// monotonic clock reaches `give_up`, returns how far behind it still is.
+/// `now_nanos` is a reading the caller already made.
 #[cold]
 pub(crate) fn until_unit<C: Clock + ?Sized>(
     clock: &C,
@@ -28,13 +28,13 @@ pub(crate) fn until_unit<C: Clock + ?Sized>(
     target: u64,
     mut now_nanos: u64,
     give_up: Option<Instant>,
-) -> Result<u64, u64> {
+) -> Result<(), u64> {
     let deadline = layout.unit_start_nanos(target);
     while now_nanos < deadline {
         nap(deadline, now_nanos, give_up)?;
         now_nanos = clock.unix_nanos();
     }
-    Ok(now_nanos)
+    Ok(())
 }
 
 /// Sleeps towards `deadline` (the clock's ns, which read `now_nanos`): at

@@ -43,15 +43,19 @@ impl Lease {
     /// Acquires a worker id for a generator of `layout` that reads `clock`,
     /// and starts renewing it.
     ///
-    /// `max_lead` and `max_wait_nanos` are the generator's: a previous
-    /// holder's fence further ahead of this clock than that is refused, not
-    /// waited for. Whatever fails after the registry granted the id gives it
+    /// `max_lead` (also in whole units, `lead_units`) and `max_wait_nanos`
+    /// are the generator's. A previous
+    /// holder's fence further ahead of this clock than `max_wait` is waited
+    /// for here, up to [`start_wait`](Lease::start_wait), so that the
+    /// generator's own wait is within `max_wait`; further ahead, it is
+    /// refused. Whatever fails after the registry granted the id gives it
     /// back, its fence unmoved.
     pub(crate) fn acquire(
         self,
         layout: &Layout,
         clock: Arc<dyn Clock>,
         max_lead: Duration,
+        lead_units: u64,
         max_wait_nanos: u64,
     ) -> Result<Acquired, Refused> {
         let renew_every = self.check(layout, max_lead)?;
@@ -77,13 +81,11 @@ impl Lease {
             let end_unix_millis = end.map_or(0, fence::millis);
             return give_back(&mut holding, Refused::Exhausted { end_unix_millis });
         }
-        let lead_units =
-            u64::try_from(max_lead.as_nanos() / layout.unit().as_nanos()).unwrap_or(u64::MAX);
         let ready_at = layout.unit_start_nanos(start.saturating_sub(lead_units));
         let wait_nanos = ready_at.saturating_sub(clock.unix_nanos());
         // Past max_wait but within the start wait, the build itself waits
         // (below), with the lease renewed meanwhile.
-        let start_wait = fence::nanos(fence::millis(self.start_wait()));
+        let start_wait = u64::try_from(self.start_wait().as_nanos()).unwrap_or(u64::MAX);
         if wait_nanos > max_wait_nanos.max(start_wait) {
             let worker = holding.worker;
             return give_back(&mut holding, Refused::FenceAhead { worker, wait_nanos });
