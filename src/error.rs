@@ -58,6 +58,10 @@ pub enum IssueError {
         /// The fence reached, in ms since 1970.
         fence_unix_millis: u64,
     },
+    /// The generator was shut down
+    /// ([`IdGenerator::shutdown`](crate::IdGenerator::shutdown)) and gave its
+    /// worker id back: another generator may hold it now.
+    ShutDown,
 }
 
 impl IssueError {
@@ -67,7 +71,9 @@ impl IssueError {
         match *self {
             IssueError::WouldBlock { wait_nanos: n }
             | IssueError::ClockBehind { behind_nanos: n } => Some(Duration::from_nanos(n)),
-            IssueError::TimestampExhausted { .. } | IssueError::LeaseLost { .. } => None,
+            IssueError::TimestampExhausted { .. }
+            | IssueError::LeaseLost { .. }
+            | IssueError::ShutDown => None,
         }
     }
 }
@@ -98,6 +104,10 @@ impl fmt::Display for IssueError {
                 "the worker id's lease could not be renewed and this generator has reached its \
                  fence (unix ms {fence_unix_millis}): check the lease registry (the generator's \
                  lease() says why), then build a new generator to lease a worker id again"
+            ),
+            IssueError::ShutDown => f.write_str(
+                "this generator was shut down and gave its worker id back: build a new \
+                 generator to issue more IDs",
             ),
         }
     }

@@ -245,4 +245,50 @@ impl<C: Clock> Builder<C> {
             Strategy::Ticker => Box::new(self.build_ticker()?),
         })
     }
+
+    /// Builds a generator of the strategy chosen at run time, for async code
+    /// (feature `tokio`).
+    ///
+    /// As [`build`](Self::build), but it never blocks the thread that polls
+    /// it: the lease, if any, is acquired on its own thread, and the waits (for
+    /// a previous holder's fence, and for the first unit this generator may
+    /// issue in, within `max_wait`) are tokio sleeps. Dropping the future
+    /// before it completes gives an acquired lease back.
+    ///
+    /// # Errors
+    ///
+    /// As for [`build`](Self::build).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::{Builder, IdGenerator, Strategy, lease::{Lease, MemoryRegistry}};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), flakegen::Error> {
+    /// let lease = Lease::new(MemoryRegistry::new(), "orders");
+    /// let generator = Builder::new().lease(lease).build_async(Strategy::Atomic).await?;
+    /// let id = generator.next_id()?;
+    /// # let _ = id;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    pub async fn build_async(self, strategy: Strategy) -> Result<Box<dyn IdGenerator>, BuildError>
+    where
+        C: Clone + 'static,
+    {
+        let settings = self.settings;
+        Ok(match strategy {
+            Strategy::Atomic => {
+                Box::new(AtomicGenerator::assemble_async(settings, Start::start).await?)
+            }
+            Strategy::Mutex => {
+                Box::new(MutexGenerator::assemble_async(settings, Start::start).await?)
+            }
+            Strategy::Ticker => {
+                Box::new(TickerGenerator::assemble_async(settings, Start::start).await?)
+            }
+        })
+    }
 }

@@ -19,7 +19,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{BuildError, IssueError, unix_millis};
 use crate::id::Snowflake;
 use crate::layout::Layout;
-use crate::lease::{Fence, Keeper, Lease, LeaseStatus};
+use crate::lease::{Acquired, Fence, Keeper, Lease, LeaseStatus, Limits, Pending, Release};
 
 /// A Snowflake generator: the one implementation of [`IdGenerator`], over a
 /// strategy `R` that says how concurrent callers synchronise and a [`Clock`] `C`.
@@ -156,6 +156,12 @@ mod sealed {
         /// issues again at once.
         fn give_back(&self, first: u64, end: u64);
 
+        /// Moves the counter to `tick` if it is below, so that every tick
+        /// reserved from now on lies past it; returns the last tick handed
+        /// out before. One read-modify-write, so each reservation is either
+        /// counted in the result or lies past `tick`.
+        fn seal(&self, tick: u64) -> u64;
+
         /// The last tick handed out, for `Debug`.
         fn last_issued(&self) -> u64;
     }
@@ -169,10 +175,59 @@ mod sealed {
     }
 }
 
+/// A generator's settings, checked, with its lease (if any) being acquired
+/// on the lease's thread.
+struct Prepared<C> {
+    layout: Layout,
+    worker: Option<u64>,
+    clock: C,
+    rules: TickRules,
+    max_wait_nanos: u64,
+    resume_after: Option<crate::layout::Fields>,
+    pending: Option<Pending>,
+}
+
 impl<C: Clock> Core<C> {
-    /// Validates `settings` (and acquires the lease, if any); returns the
-    /// core and the tick to count on from.
+    /// Validates `settings`, acquires the lease if any (waiting for a
+    /// previous holder's fence), and returns the core and the tick to count
+    /// on from.
     fn new(settings: Settings<C>) -> Result<(Core<C>, u64), BuildError> {
+        let mut prepared = Prepared::new(settings)?;
+        let acquired = match prepared.pending.take() {
+            None => None,
+            Some(pending) => {
+                let acquired = pending.wait()?;
+                while let Some(nap) = acquired.start_step()? {
+                    std::thread::sleep(nap);
+                }
+                Some(acquired)
+            }
+        };
+        prepared.finish(acquired)
+    }
+
+    /// [`new`](Self::new) for async code: every wait is awaited with tokio's
+    /// timer, and the registry is only ever called from the lease's thread.
+    #[cfg(feature = "tokio")]
+    async fn new_async(settings: Settings<C>) -> Result<(Core<C>, u64), BuildError> {
+        let mut prepared = Prepared::new(settings)?;
+        let acquired = match prepared.pending.take() {
+            None => None,
+            Some(pending) => {
+                let acquired = pending.wait_async().await?;
+                while let Some(nap) = acquired.start_step()? {
+                    tokio::time::sleep(nap).await;
+                }
+                Some(acquired)
+            }
+        };
+        prepared.finish(acquired)
+    }
+}
+
+impl<C: Clock> Prepared<C> {
+    /// Checks what can be checked without a registry, and starts the lease.
+    fn new(settings: Settings<C>) -> Result<Self, BuildError> {
         let Settings {
             layout,
             worker,
@@ -213,19 +268,49 @@ impl<C: Clock> Core<C> {
                     .map_err(BuildError::ResumeAfterOtherLayout)
             })
             .transpose()?;
-        let (worker, lease_last, fence, keeper) = match (worker, lease) {
+        let pending = match (worker, lease) {
             (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),
-            (worker, None) => (worker.unwrap_or(0), 0, Arc::new(Fence::none()), None),
+            (_, None) => None,
             (None, Some(Leased { lease, clock })) => {
-                let acquired =
-                    lease.acquire(&layout, clock, max_lead, lead_units, max_wait_nanos)?;
-                (
-                    acquired.worker,
-                    acquired.last_tick,
-                    acquired.fence,
-                    Some(acquired.keeper),
-                )
+                let limits = Limits {
+                    max_lead,
+                    lead_units,
+                    max_wait_nanos,
+                };
+                Some(lease.start(layout, clock, limits)?)
             }
+        };
+        Ok(Prepared {
+            layout,
+            worker,
+            clock,
+            rules,
+            max_wait_nanos,
+            resume_after,
+            pending,
+        })
+    }
+
+    /// The core, once the lease (if any) is `acquired`; and the tick to
+    /// count on from.
+    fn finish(self, acquired: Option<Acquired>) -> Result<(Core<C>, u64), BuildError> {
+        let Prepared {
+            layout,
+            worker,
+            clock,
+            rules,
+            max_wait_nanos,
+            resume_after,
+            pending: _,
+        } = self;
+        let (worker, lease_last, fence, keeper) = match acquired {
+            None => (worker.unwrap_or(0), 0, Arc::new(Fence::none()), None),
+            Some(acquired) => (
+                acquired.worker,
+                acquired.last_tick,
+                acquired.fence,
+                Some(acquired.keeper),
+            ),
         };
         let resume_last = match resume_after {
             None => 0,
@@ -244,26 +329,28 @@ impl<C: Clock> Core<C> {
             fence,
             keeper,
         };
-        let refused = if last >= rules.max_tick() {
-            Some(BuildError::ResumeAfterExhausted {
+        if last >= rules.max_tick() {
+            // Nothing was issued: dropping the core gives the lease back
+            // without a wait for the next holder.
+            return Err(BuildError::ResumeAfterExhausted {
                 end_unix_millis: unix_millis(layout.exhausted_at()),
-            })
-        } else {
-            // The first tick it may issue, held back to within max_lead of the
-            // clock, as the clock reads now that any lease has been acquired.
-            let first_unit = rules.ready_unit(last + 1);
-            let now = core.clock.unix_nanos();
-            let wait_nanos = layout.unit_start_nanos(first_unit).saturating_sub(now);
-            (wait_nanos > max_wait_nanos).then_some(BuildError::ResumeAhead { wait_nanos })
-        };
-        if let Some(error) = refused {
-            if let Some(keeper) = core.keeper {
-                // Nothing was issued: give the lease back without a wait for the next holder.
-                keeper.release(lease_last);
-            }
-            return Err(error);
+            });
+        }
+        // The first tick it may issue, held back to within max_lead of the
+        // clock, as the clock reads now that any lease has been acquired.
+        let wait_nanos = core.ready_at(last).saturating_sub(core.clock.unix_nanos());
+        if wait_nanos > max_wait_nanos {
+            return Err(BuildError::ResumeAhead { wait_nanos });
         }
         Ok((core, last))
+    }
+}
+
+impl<C: Clock> Core<C> {
+    /// The clock reading (ns) from which the tick after `last` may be issued.
+    fn ready_at(&self, last: u64) -> u64 {
+        let first_unit = self.rules.ready_unit(last + 1);
+        self.layout().unit_start_nanos(first_unit)
     }
 
     #[inline]
@@ -322,6 +409,7 @@ impl<C: Clock> Core<C> {
     fn refusal_error(&self, refusal: Refusal, now_nanos: u64) -> IssueError {
         match refusal {
             Refusal::Exhausted => self.exhausted(),
+            Refusal::Fenced if self.fence.is_closed() => IssueError::ShutDown,
             Refusal::Fenced => IssueError::LeaseLost {
                 fence_unix_millis: self.fence.unix_ms(),
             },
@@ -354,6 +442,29 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     ) -> Result<Self, BuildError> {
         let (core, last) = Core::new(settings)?;
         let raw = start(&core, last)?;
+        Ok(Generator { raw, core })
+    }
+
+    /// [`assemble`](Self::assemble) for async code; also waits, with tokio's
+    /// timer, for the first unit it may issue in (within `max_wait`), so
+    /// that its first call need not block.
+    #[cfg(feature = "tokio")]
+    pub(crate) async fn assemble_async(
+        settings: Settings<C>,
+        start: impl FnOnce(&Core<C>, u64) -> Result<R, BuildError>,
+    ) -> Result<Self, BuildError> {
+        let (core, last) = Core::new_async(settings).await?;
+        let raw = start(&core, last)?;
+        let ready_at = core.ready_at(last);
+        // Bounded by max_wait on the monotonic clock, whatever the clock does.
+        let give_up = core.give_up();
+        loop {
+            let left = ready_at.saturating_sub(core.clock.unix_nanos());
+            if left == 0 || give_up.is_some_and(|at| Instant::now() >= at) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_nanos(left)).await;
+        }
         Ok(Generator { raw, core })
     }
 
@@ -430,12 +541,10 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
 }
 
 impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
-    /// Gives the lease back, if any, with its fence lowered to the unit after
-    /// the last tick this generator reserved (see [`lease`](crate::lease)).
+    /// Shuts the generator down (see [`IdGenerator::shutdown`]) without
+    /// waiting: it returns at once, and the lease's thread gives the lease back.
     fn drop(&mut self) {
-        if let Some(keeper) = self.core.keeper.take() {
-            keeper.release(self.raw.last_issued());
-        }
+        drop(self.shutdown());
     }
 }
 
@@ -491,6 +600,24 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     fn lease(&self) -> Option<LeaseStatus> {
         self.core.keeper.as_ref().map(Keeper::status)
+    }
+
+    fn shutdown(&self) -> Release {
+        let Some(keeper) = &self.core.keeper else {
+            return Release::nothing();
+        };
+        let last = match self.core.fence.close() {
+            // Callers that read the old cap may still issue below it; every
+            // tick reserved after the seal lies at or past it, and is refused
+            // whichever cap its caller reads. So nothing is issued past `last`.
+            Some(cap) => {
+                let allowed = cap - 1;
+                self.raw.seal(allowed).min(allowed)
+            }
+            // Shut down already: the first call decided where the fence goes.
+            None => 0,
+        };
+        keeper.release(last)
     }
 }
 

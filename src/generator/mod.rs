@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::IssueError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
-use crate::lease::LeaseStatus;
+use crate::lease::{LeaseStatus, Release};
 
 mod atomic;
 mod builder;
@@ -105,6 +105,32 @@ pub trait IdGenerator: Send + Sync {
     fn lease(&self) -> Option<LeaseStatus> {
         None
     }
+
+    /// Stops issuing and gives the worker-id lease back, if any; returns at
+    /// once, with a [`Release`] to wait on for the registry's confirmation.
+    ///
+    /// From then on every call fails with [`IssueError::ShutDown`]. The
+    /// lease's fence is lowered to the unit after the last ID issued, so the
+    /// next holder of the id starts at once. Dropping a leased generator does
+    /// the same without waiting. Without a lease, this does nothing.
+    ///
+    /// What blocks, and for how long, is in [the lease docs](crate::lease#what-blocks).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flakegen::{Builder, IdGenerator, IssueError, lease::{Lease, MemoryRegistry}};
+    ///
+    /// let generator = Builder::new().lease(Lease::new(MemoryRegistry::new(), "orders")).build_mutex()?;
+    /// generator.next_id()?;
+    /// generator.shutdown().wait(Duration::from_secs(3))?;
+    /// assert_eq!(generator.next_id(), Err(IssueError::ShutDown));
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    fn shutdown(&self) -> Release {
+        Release::nothing()
+    }
 }
 
 macro_rules! forward_id_generator {
@@ -134,6 +160,9 @@ macro_rules! forward_id_generator {
             }
             fn lease(&self) -> Option<LeaseStatus> {
                 (**self).lease()
+            }
+            fn shutdown(&self) -> Release {
+                (**self).shutdown()
             }
         }
     )*};

@@ -82,6 +82,13 @@ impl<C: Clock> Raw<C> for Locked {
         }
     }
 
+    fn seal(&self, tick: u64) -> u64 {
+        let mut last = self.last_tick.lock();
+        let before = *last;
+        *last = before.max(tick);
+        before
+    }
+
     fn last_issued(&self) -> u64 {
         *self.last_tick.lock()
     }

@@ -255,6 +255,16 @@ impl TickCounter {
         }
     }
 
+    /// Moves the counter up to `tick` if it is below; returns the last tick
+    /// handed out before (see `Raw::seal`).
+    pub(crate) fn seal(&self, tick: u64) -> u64 {
+        // Relaxed: as in `take`. Every reservation is a read-modify-write of
+        // this one atomic, so it comes before this one (and is counted in
+        // the result) or after it (and lies past `tick`). `give_back` moves
+        // the counter back only from a value no RMW has moved since.
+        self.last.fetch_max(tick, Ordering::Relaxed)
+    }
+
     /// The last tick handed out (possibly past the layout's end once exhausted).
     #[inline]
     pub(crate) fn last_issued(&self) -> u64 {

@@ -217,6 +217,10 @@ impl<C: Clock> Raw<C> for Ticker {
         self.ticks.give_back(first, end);
     }
 
+    fn seal(&self, tick: u64) -> u64 {
+        self.ticks.seal(tick)
+    }
+
     fn last_issued(&self) -> u64 {
         self.ticks.last_issued()
     }

@@ -1,10 +1,23 @@
 //! What can go wrong with a lease.
 
 use core::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a client or server said, shared: a [`LeaseError`] is `Clone`, so one
+/// outcome can reach every waiter.
+pub(crate) type Source = Arc<dyn std::error::Error + Send + Sync>;
+
+/// A message as a [`Source`].
+pub(crate) fn said(message: impl Into<String>) -> Source {
+    Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(
+        message.into(),
+    ))
+}
 
 /// What can go wrong with a lease. The message names the server's address
 /// (never its password) and says what to do.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum LeaseError {
     /// The URL's scheme is not one this build supports.
@@ -27,14 +40,14 @@ pub enum LeaseError {
         /// The server's address.
         address: String,
         /// What the client reported.
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// The server refused the credentials.
     Unauthorized {
         /// The server's address.
         address: String,
         /// What the server said.
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
     /// Every worker id of the namespace is held.
     AllHeld {
@@ -74,12 +87,22 @@ pub enum LeaseError {
         /// What was found.
         detail: String,
     },
+    /// A [`Release`](super::Release) was not confirmed by the registry
+    /// within the time it was given.
+    ReleaseTimedOut {
+        /// The namespace.
+        namespace: String,
+        /// The worker id.
+        worker: u64,
+        /// How long it was waited for.
+        waited: Duration,
+    },
     /// The server answered with an error.
     Server {
         /// The server's address.
         address: String,
         /// What the server said.
-        source: Box<dyn std::error::Error + Send + Sync>,
+        source: Arc<dyn std::error::Error + Send + Sync>,
     },
 }
 
@@ -136,6 +159,16 @@ impl fmt::Display for LeaseError {
                 f,
                 "lease registry at {address} holds a record flakegen did not write ({detail}): \
                  remove it, or use another namespace"
+            ),
+            LeaseError::ReleaseTimedOut {
+                namespace,
+                worker,
+                waited,
+            } => write!(
+                f,
+                "the release of worker id {worker} of lease namespace {namespace:?} was not \
+                 confirmed within {waited:?}: the registry is slow or unreachable; the lease \
+                 expires after its TTL, and the next holder of the id starts at its fence"
             ),
             LeaseError::Server { address, source } => {
                 write!(

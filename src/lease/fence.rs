@@ -57,11 +57,16 @@ pub(crate) fn high_water_ms(layout: &Layout, last_tick: u64) -> u64 {
 /// The confirmed fence a generator issues below, shared by the hot path and
 /// the lease's thread.
 pub(crate) struct Fence {
-    /// The first tick that may not be issued; `u64::MAX` without a lease.
+    /// The first tick that may not be issued; `u64::MAX` without a lease,
+    /// [`CLOSED`] once the generator shut down. A lease's fence lies after
+    /// the layout's epoch, so its cap is never 0.
     cap: AtomicU64,
     /// The confirmed fence, in ms since 1970.
     unix_ms: AtomicU64,
 }
+
+/// The cap of a generator that shut down: no tick may be issued.
+const CLOSED: u64 = 0;
 
 impl Fence {
     /// No lease: nothing is capped.
@@ -75,7 +80,7 @@ impl Fence {
     /// A confirmed fence at `unix_ms`.
     pub(crate) fn at(layout: &Layout, unix_ms: u64) -> Fence {
         Fence {
-            cap: AtomicU64::new(cap(layout, unix_ms)),
+            cap: AtomicU64::new(cap(layout, unix_ms).max(1)),
             unix_ms: AtomicU64::new(unix_ms),
         }
     }
@@ -84,7 +89,8 @@ impl Fence {
     #[inline]
     pub(crate) fn cap(&self) -> u64 {
         // Relaxed: a fence only moves forward, once the server confirmed it,
-        // and a caller that reads an older one only refuses sooner. No other
+        // and a caller that reads an older one only refuses sooner. Closing
+        // does not rely on callers seeing it either (see `close`). No other
         // memory is published through it.
         self.cap.load(Ordering::Relaxed)
     }
@@ -95,12 +101,42 @@ impl Fence {
         self.unix_ms.load(Ordering::Relaxed)
     }
 
-    /// Moves the fence forward to a confirmed `unix_ms`; never back.
+    /// Whether the generator shut down.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.cap() == CLOSED
+    }
+
+    /// Moves the fence forward to a confirmed `unix_ms`; never back, and
+    /// never once closed.
     pub(crate) fn confirm(&self, layout: &Layout, unix_ms: u64) {
-        // Relaxed: see `cap`. The two move apart for a moment; each only ever
-        // grows, and the cap is the only one the hot path reads.
-        self.unix_ms.fetch_max(unix_ms, Ordering::Relaxed);
-        self.cap.fetch_max(cap(layout, unix_ms), Ordering::Relaxed);
+        let new_cap = cap(layout, unix_ms).max(1);
+        // Relaxed: see `cap`. A read-modify-write, so a renewal confirmed
+        // while the generator shuts down cannot reopen it.
+        let raised = self
+            .cap
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cap| {
+                (cap != CLOSED).then_some(cap.max(new_cap))
+            });
+        if raised.is_ok() {
+            // The two move apart for a moment; each only ever grows, and the
+            // cap is the only one the hot path reads.
+            self.unix_ms.fetch_max(unix_ms, Ordering::Relaxed);
+        }
+    }
+
+    /// Refuses every tick from now on; returns the first tick that was not
+    /// allowed before (`None`: already closed).
+    ///
+    /// Callers that loaded the old cap may still issue below it: the
+    /// generator then seals its counter at the tick before it, so that every
+    /// tick reserved from then on is at or past the old cap, and refused
+    /// whichever cap its caller reads.
+    pub(crate) fn close(&self) -> Option<u64> {
+        // Relaxed: the swap reads the last cap in the cap's modification
+        // order, and `confirm` never writes after a close, so no caller can
+        // have read a larger one.
+        let old = self.cap.swap(CLOSED, Ordering::Relaxed);
+        (old != CLOSED).then_some(old)
     }
 }
 
@@ -144,6 +180,18 @@ mod tests {
         assert_eq!(fence.cap(), cap(&layout, now));
         fence.confirm(&layout, now + 5);
         assert_eq!(fence.cap(), cap(&layout, now + 5));
+    }
+
+    #[test]
+    fn a_closed_fence_stays_closed() {
+        let layout = Layout::TWITTER;
+        let now = 1_800_000_000_000;
+        let fence = Fence::at(&layout, now);
+        assert_eq!(fence.close(), Some(cap(&layout, now)));
+        fence.confirm(&layout, now + 5);
+        assert!(fence.is_closed());
+        assert_eq!(fence.cap(), 0);
+        assert_eq!(fence.close(), None);
     }
 
     #[test]

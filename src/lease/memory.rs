@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::error::said;
 use super::fence::floor_millis;
 use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
 use crate::clock::{Clock, SystemClock};
@@ -132,7 +133,7 @@ impl MemoryRegistry {
         } else {
             Err(LeaseError::Unreachable {
                 address: "memory".to_owned(),
-                source: "set_reachable(false)".into(),
+                source: said("set_reachable(false)"),
             })
         }
     }

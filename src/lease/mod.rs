@@ -126,12 +126,13 @@ mod registry;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod remote;
 mod settings;
+mod slot;
 
-pub(crate) use self::acquire::Refused;
+pub(crate) use self::acquire::{Acquired, Limits, Pending, Refused};
 pub use self::error::LeaseError;
 pub(crate) use self::fence::Fence;
 pub(crate) use self::keeper::Keeper;
-pub use self::keeper::{LeaseState, LeaseStatus};
+pub use self::keeper::{LeaseState, LeaseStatus, Release};
 pub use self::memory::MemoryRegistry;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresRegistry;

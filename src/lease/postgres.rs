@@ -147,10 +147,10 @@ impl PostgresRegistry {
             // No SQLSTATE: the connection itself failed.
             return LeaseError::Unreachable {
                 address,
-                source: Box::new(e),
+                source: Arc::new(e),
             };
         };
-        let source = Box::new(db.clone());
+        let source = Arc::new(db.clone());
         let code = db.code();
         if *code == SqlState::INVALID_PASSWORD
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION

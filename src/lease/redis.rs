@@ -1,10 +1,12 @@
 //! Leases in Redis keys (feature `redis`): storage steps only.
 
 use std::fmt;
+use std::sync::Arc;
 
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ErrorKind, RedisError, Script, Value};
 
+use super::error::said;
 use super::remote::{Connected, Failure, Remote};
 use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
 
@@ -189,7 +191,7 @@ impl RedisRegistry {
         {
             return LeaseError::Unauthorized {
                 address,
-                source: Box::new(e),
+                source: Arc::new(e),
             };
         }
         if e.code() == Some("FLAKEGEN_CORRUPT") {
@@ -202,11 +204,10 @@ impl RedisRegistry {
             let policy = e.detail().unwrap_or("allkeys-*");
             return LeaseError::Server {
                 address,
-                source: format!(
+                source: said(format!(
                     "maxmemory-policy {policy} may evict lease records, which would let two \
                      holders share an id: set maxmemory-policy to noeviction"
-                )
-                .into(),
+                )),
             };
         }
         if e.is_io_error()
@@ -217,12 +218,12 @@ impl RedisRegistry {
         {
             LeaseError::Unreachable {
                 address,
-                source: Box::new(e),
+                source: Arc::new(e),
             }
         } else {
             LeaseError::Server {
                 address,
-                source: Box::new(e),
+                source: Arc::new(e),
             }
         }
     }

@@ -8,12 +8,13 @@
 //! that is stuck.
 
 use std::future::Future;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinHandle;
 
+use super::error::said;
 use super::{DEFAULT_TIMEOUT, LeaseError};
 
 /// A connection and the task that drives it, if it has one.
@@ -53,7 +54,7 @@ impl<E> Failure<E> {
             Failure::Client(e) => client(e),
             Failure::TimedOut(after) => LeaseError::Unreachable {
                 address: address.to_owned(),
-                source: format!("no answer within {after:?}").into(),
+                source: said(format!("no answer within {after:?}")),
             },
             Failure::Lease(e) => e,
         }
@@ -67,10 +68,16 @@ impl<E> From<E> for Failure<E> {
 }
 
 /// One server: its address for messages, a runtime, a connection.
+///
+/// Only the lease's own thread calls it while a generator runs, so the
+/// runtime never blocks a caller's thread; a direct call from inside
+/// another runtime runs on a scoped thread. Dropping it never blocks nor
+/// panics, wherever the last owner lets go (a task, a runtime's worker).
 pub(crate) struct Remote<C> {
     /// `host:port`, for messages: never the password.
     pub(crate) address: String,
-    runtime: Runtime,
+    /// Always `Some` until dropped.
+    runtime: Option<Runtime>,
     connection: Mutex<Option<Connected<C>>>,
 }
 
@@ -81,11 +88,11 @@ impl<C: Send> Remote<C> {
             .build()
             .map_err(|e| LeaseError::Unreachable {
                 address: address.clone(),
-                source: Box::new(e),
+                source: Arc::new(e),
             })?;
         Ok(Remote {
             address,
-            runtime,
+            runtime: Some(runtime),
             connection: Mutex::new(None),
         })
     }
@@ -145,15 +152,33 @@ impl<C: Send> Remote<C> {
     /// runtime, whose thread may not block on a second one, it runs on a
     /// scoped thread of its own.
     fn block_on<T: Send>(&self, future: impl Future<Output = T> + Send) -> T {
+        let runtime = self
+            .runtime
+            .as_ref()
+            .expect("a remote's runtime lives as long as it");
         if tokio::runtime::Handle::try_current().is_ok() {
             std::thread::scope(|scope| {
                 scope
-                    .spawn(|| self.runtime.block_on(future))
+                    .spawn(|| runtime.block_on(future))
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
             })
         } else {
-            self.runtime.block_on(future)
+            runtime.block_on(future)
+        }
+    }
+}
+
+impl<C> Drop for Remote<C> {
+    fn drop(&mut self) {
+        // The connection's tasks first, inside the runtime they belong to.
+        let connection = self.connection.get_mut().map(Option::take);
+        drop(connection);
+        if let Some(runtime) = self.runtime.take() {
+            // A plain drop waits for the runtime's blocking pool, and panics
+            // when that happens inside another runtime (as when a generator
+            // is dropped from a task). Nothing here needs waiting for.
+            runtime.shutdown_background();
         }
     }
 }
