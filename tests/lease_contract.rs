@@ -16,13 +16,13 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use common::store::{RENEW, SKEW, Store, TTL, namespace, now_ms, serial};
+
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::{
-    DEFAULT_TIMEOUT, Expect, Lease, LeaseError, LeaseState, MemoryRegistry, Registry, Write,
-};
+use flakegen::lease::{DEFAULT_TIMEOUT, Expect, Lease, LeaseError, LeaseState, Registry, Write};
 use flakegen::{
     BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
     SystemClock,
@@ -37,182 +37,6 @@ const ONE_NARROW: Layout = Layout::builder()
     .worker_bits(0)
     .sequence_bits(2)
     .build_const();
-
-const TTL: Duration = Duration::from_millis(300);
-const RENEW: Duration = Duration::from_millis(50);
-const SKEW: Duration = Duration::from_millis(100);
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// A registry under test, and the faults it can be put through.
-#[derive(Clone)]
-enum Store {
-    Memory(MemoryRegistry),
-    #[cfg(any(feature = "postgres", feature = "redis"))]
-    Server(common::backend::Backend),
-}
-
-impl Store {
-    fn all() -> Vec<Store> {
-        #[allow(unused_mut)]
-        let mut stores = vec![Store::Memory(MemoryRegistry::new())];
-        #[cfg(any(feature = "postgres", feature = "redis"))]
-        stores.extend(
-            common::backend::Backend::all()
-                .into_iter()
-                .map(Store::Server),
-        );
-        stores
-    }
-
-    fn name(&self) -> &'static str {
-        match self {
-            Store::Memory(_) => "memory",
-            #[cfg(any(feature = "postgres", feature = "redis"))]
-            Store::Server(backend) => backend.name(),
-        }
-    }
-
-    fn registry(&self) -> Arc<dyn Registry> {
-        match self {
-            Store::Memory(memory) => Arc::new(memory.clone()),
-            #[cfg(any(feature = "postgres", feature = "redis"))]
-            Store::Server(backend) => flakegen::lease::connect(&backend.url()).unwrap(),
-        }
-    }
-
-    /// The registry loses every record and its marker.
-    fn lose_data(&self) {
-        match self {
-            Store::Memory(memory) => memory.lose_data(),
-            #[cfg(any(feature = "postgres", feature = "redis"))]
-            Store::Server(backend) => backend.lose_data(),
-        }
-    }
-
-    /// The registry stops answering until the guard is dropped.
-    fn freeze(&self) -> impl Drop + '_ {
-        struct Thaw<'a>(&'a Store, #[allow(dead_code)] Vec<String>);
-        impl Drop for Thaw<'_> {
-            fn drop(&mut self) {
-                match self.0 {
-                    Store::Memory(memory) => memory.set_reachable(true),
-                    #[cfg(any(feature = "postgres", feature = "redis"))]
-                    Store::Server(_) => common::backend::signal_all(&self.1, "-CONT"),
-                }
-            }
-        }
-        match self {
-            Store::Memory(memory) => {
-                memory.set_reachable(false);
-                Thaw(self, vec![])
-            }
-            #[cfg(any(feature = "postgres", feature = "redis"))]
-            Store::Server(backend) => {
-                let pids = backend.server_pids();
-                assert!(!pids.is_empty(), "no {} server to freeze", backend.name());
-                common::backend::signal_all(&pids, "-STOP");
-                Thaw(self, pids)
-            }
-        }
-    }
-
-    fn lease(&self, namespace: &str) -> Lease {
-        Lease::new(self.registry(), namespace)
-            .ttl(TTL)
-            .renew_every(RENEW)
-            .skew(SKEW)
-    }
-
-    /// A leased builder on the system clock.
-    fn leased(&self, layout: Layout, namespace: &str) -> Builder {
-        Builder::new().layout(layout).lease(self.lease(namespace))
-    }
-
-    /// Writes `worker`'s record as a holder would have left it: held by
-    /// `holder` for `ttl_ms` (free if 0), fenced at `fence_ms`.
-    fn put(&self, namespace: &str, worker: u64, holder: &str, ttl_ms: u64, fence_ms: u64) {
-        let registry = self.registry();
-        let snapshot = registry.read(namespace, worker + 1).unwrap();
-        let marker_ms = match snapshot.marker_ms {
-            Some(marker) => marker,
-            None => registry.mark(namespace).unwrap(),
-        };
-        let version = snapshot
-            .records
-            .iter()
-            .find(|r| r.worker == worker)
-            .map(|r| r.version);
-        let write = Write {
-            holder,
-            version: 1 + version.unwrap_or(0),
-            ttl_ms,
-            fence_ms,
-        };
-        let expect = Expect { marker_ms, version };
-        assert!(
-            registry
-                .swap(namespace, worker, expect, &write)
-                .unwrap()
-                .is_some()
-        );
-    }
-
-    /// Id 0 free with a fence long passed, whenever the registry last lost
-    /// its data: a test on a `ManualClock` must not wait out the marker rule.
-    fn fresh(&self, namespace: &str) {
-        self.put(namespace, 0, "", 0, 0);
-    }
-
-    /// The record of `worker`, if any.
-    fn record(&self, namespace: &str, worker: u64) -> Option<flakegen::lease::Record> {
-        let snapshot = self.registry().read(namespace, worker + 1).unwrap();
-        snapshot.records.into_iter().find(|r| r.worker == worker)
-    }
-
-    /// Writes another holder's name over `worker`'s record, retrying if
-    /// its holder renews in between.
-    fn steal(&self, namespace: &str, worker: u64) {
-        let registry = self.registry();
-        for _ in 0..20 {
-            let record = self.record(namespace, worker).unwrap();
-            let expect = Expect {
-                marker_ms: record.marker_ms,
-                version: Some(record.version),
-            };
-            let write = Write {
-                holder: "thief",
-                version: record.version + 1,
-                ttl_ms: 60_000,
-                fence_ms: record.fence_ms,
-            };
-            if registry
-                .swap(namespace, worker, expect, &write)
-                .unwrap()
-                .is_some()
-            {
-                return;
-            }
-        }
-        panic!("{}: could not steal the lease", self.name());
-    }
-}
-
-fn namespace(test: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{test}-{}-{nanos}", std::process::id())
-}
-
-fn now_ms() -> u64 {
-    SystemClock.unix_nanos() / 1_000_000
-}
 
 fn unix_ms(layout: &Layout, id: Snowflake) -> u64 {
     layout.unix_millis_of(layout.decode(id).unwrap().timestamp)
@@ -277,7 +101,7 @@ fn a_released_id_is_taken_over_at_once_above_the_last_id() {
         let ns = namespace("release");
         let first = store.leased(ONE, &ns).build_ticker().unwrap();
         let last = (0..1000).map(|_| first.next_id().unwrap()).max().unwrap();
-        drop(first);
+        first.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
         // Without the release lowering the fence, the successor would face
         // a fence a TTL ahead, more than this max_wait.
         let successor = store
@@ -514,7 +338,11 @@ fn a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss() {
             .build_atomic()
             .unwrap();
         let taken = store.record(&ns, 0).unwrap();
-        drop(a);
+        // Its release names its own lease, which is gone: refused, nothing written.
+        assert!(matches!(
+            a.shutdown().wait(DEFAULT_TIMEOUT),
+            Err(LeaseError::Lost { .. })
+        ));
         let record = store.record(&ns, 0).unwrap();
         assert_eq!(
             record.holder,
@@ -621,7 +449,8 @@ fn the_marker_is_no_earlier_than_the_loss() {
     let _serial = serial();
     for store in Store::all() {
         let ns = namespace("marker");
-        drop(store.leased(ONE, &ns).build_atomic().unwrap());
+        let generator = store.leased(ONE, &ns).build_atomic().unwrap();
+        generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
         let lost_at = lose_late_in_a_second(&store);
         // Read in the next second: a marker counted in whole seconds of
         // uptime would now be up to a second early.

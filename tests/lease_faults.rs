@@ -244,6 +244,9 @@ mod helper {
             )?;
             // Written down before the release, which the next holder may be waiting on.
             file.flush()?;
+            // Best effort, as for any service: a release that fails leaves
+            // the lease to expire, its fence where it was.
+            let _ = generator.shutdown().wait(Duration::from_secs(5));
             drop(generator);
             if orders.hold_ms.is_some() {
                 // Rest a moment, so that others waiting for an id can take this one.

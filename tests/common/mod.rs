@@ -4,6 +4,7 @@
 
 #[cfg(any(feature = "postgres", feature = "redis"))]
 pub mod backend;
+pub mod store;
 
 use std::time::Duration;
 

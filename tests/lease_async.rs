@@ -1,0 +1,230 @@
+//! Leased generators in tokio services (feature `tokio`): builds, drops and
+//! shutdowns on both runtime flavours, against every registry whose feature
+//! is on. None may panic, block a runtime's thread, or keep an id it let go.
+//!
+//! ```text
+//! cargo test --features tokio --test lease_async            # memory only
+//! eval "$(scripts/services.sh start)"
+//! cargo test --all-features --test lease_async
+//! ```
+
+mod common;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::store::{Store, namespace, now_ms, serial};
+use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError};
+use flakegen::{IdGenerator, Layout, Strategy};
+use tokio::runtime::{Builder, Runtime};
+
+/// One id: a successor must take the very id its predecessor let go.
+const ONE: Layout = Layout::builder().worker_bits(0).build_const();
+
+/// Both flavours of runtime a service may run.
+fn runtimes() -> [(&'static str, Runtime); 2] {
+    let current = Builder::new_current_thread().enable_all().build().unwrap();
+    let multi = Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    [("current_thread", current), ("multi_thread", multi)]
+}
+
+/// Waits (bounded) until id 0 of `namespace` is free: a release the
+/// generator did not wait for has landed.
+async fn released(store: &Store, namespace: &str) {
+    let give_up = Instant::now() + DEFAULT_TIMEOUT + Duration::from_secs(1);
+    loop {
+        let record = store.record(namespace, 0);
+        if record.as_ref().is_some_and(|r| r.holder.is_empty()) {
+            return;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "{}: id 0 still held after the drop: {record:?}",
+            store.name()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[test]
+fn a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id() {
+    let _serial = serial();
+    for store in Store::all() {
+        for (flavour, runtime) in runtimes() {
+            let at = format!("{} on {flavour}", store.name());
+            runtime.block_on(async {
+                let ns = namespace("tokio");
+                // The plain build, which once panicked inside a runtime.
+                let sync = store.leased(ONE, &ns).build_atomic().unwrap();
+                sync.shutdown().wait_async(DEFAULT_TIMEOUT).await.unwrap();
+                drop(sync);
+
+                let generator = store
+                    .leased(ONE, &ns)
+                    .max_wait(Duration::from_millis(50))
+                    .build_async(Strategy::Atomic)
+                    .await
+                    .unwrap();
+                let generator = Arc::new(generator);
+                let tasks: Vec<_> = (0..100)
+                    .map(|_| {
+                        let generator = Arc::clone(&generator);
+                        tokio::spawn(async move {
+                            (0..100)
+                                .map(|_| generator.next_id().unwrap())
+                                .collect::<Vec<_>>()
+                        })
+                    })
+                    .collect();
+                let mut ids = HashSet::new();
+                for task in tasks {
+                    for id in task.await.unwrap() {
+                        assert!(ids.insert(id), "{at}: {id} issued twice");
+                    }
+                }
+                let last = *ids.iter().max().unwrap();
+                // The last owner lets go from inside a task, as a service's
+                // state is dropped at its graceful shutdown.
+                tokio::spawn(async move { drop(generator) }).await.unwrap();
+                released(&store, &ns).await;
+                // At once: the fence was lowered to the unit after the last ID.
+                let successor = store
+                    .leased(ONE, &ns)
+                    .max_wait(Duration::from_millis(50))
+                    .build_async(Strategy::Mutex)
+                    .await
+                    .unwrap();
+                assert!(successor.next_id().unwrap() > last, "{at}");
+                successor
+                    .shutdown()
+                    .wait_async(DEFAULT_TIMEOUT)
+                    .await
+                    .unwrap();
+            });
+        }
+    }
+}
+
+#[test]
+fn a_cancelled_build_gives_its_lease_back() {
+    let _serial = serial();
+    for store in Store::all() {
+        let runtime = Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let ns = namespace("cancelled");
+            // The previous holder's fence 1 s ahead: the build waits for it
+            // (within the start wait, TTL + skew + 1 s).
+            store.put(&ns, 0, "", 0, now_ms() + 1_000);
+            let build = store
+                .leased(ONE, &ns)
+                .max_wait(Duration::from_millis(50))
+                .build_async(Strategy::Ticker);
+            let waited = tokio::time::timeout(Duration::from_millis(300), build).await;
+            assert!(waited.is_err(), "{}: the build did not wait", store.name());
+            released(&store, &ns).await;
+        });
+    }
+}
+
+/// The registry server stops answering (`SIGSTOP`) across the drop: the
+/// drop still returns at once, and a bounded wait says what happened.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+#[test]
+fn a_drop_with_the_registry_frozen_returns_at_once() {
+    let _serial = serial();
+    for store in Store::all().into_iter().skip(1) {
+        for (flavour, runtime) in runtimes() {
+            let at = format!("{} on {flavour}", store.name());
+            runtime.block_on(async {
+                let ns = namespace("frozen");
+                let shut = store.leased(ONE, &ns).build_async(Strategy::Atomic);
+                let shut = shut.await.unwrap();
+                let dropped = store.leased(ONE, &namespace("frozen-drop"));
+                let dropped = dropped.build_async(Strategy::Mutex).await.unwrap();
+                let thaw = store.freeze();
+
+                let asked = Instant::now();
+                let outcome = shut.shutdown().wait_async(Duration::from_millis(100)).await;
+                assert!(
+                    matches!(outcome, Err(LeaseError::ReleaseTimedOut { .. })),
+                    "{at}: {outcome:?}"
+                );
+                assert!(asked.elapsed() < Duration::from_millis(400), "{at}");
+
+                let took = tokio::spawn(async move {
+                    let started = Instant::now();
+                    drop(dropped);
+                    started.elapsed()
+                });
+                let took = took.await.unwrap();
+                drop(thaw);
+                println!("{at}: a drop with the registry frozen took {took:?}");
+                assert!(took < Duration::from_millis(50), "{at}: {took:?}");
+            });
+        }
+    }
+}
+
+/// The worst gap a 1 ms heartbeat task on a current-thread runtime sees
+/// while `work` runs on that runtime's one thread, with 100 ms after it.
+async fn worst_gap<T>(work: impl Future<Output = T>) -> (T, Duration) {
+    let worst = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let beat = tokio::spawn({
+        let (worst, stop) = (Arc::clone(&worst), Arc::clone(&stop));
+        async move {
+            let mut last = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                let now = Instant::now();
+                let gap = u64::try_from((now - last).as_micros()).unwrap();
+                worst.fetch_max(gap, Ordering::Relaxed);
+                last = now;
+            }
+        }
+    });
+    // The heartbeat starts beating before the work does.
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let out = work.await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    stop.store(true, Ordering::Relaxed);
+    beat.await.unwrap();
+    (out, Duration::from_micros(worst.load(Ordering::Relaxed)))
+}
+
+#[test]
+fn a_heartbeat_keeps_beating_through_build_async_and_drop() {
+    let _serial = serial();
+    for store in Store::all() {
+        let runtime = Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let ns = namespace("heartbeat");
+            // A fence 300 ms ahead: the build waits, on the runtime's timer.
+            store.put(&ns, 0, "", 0, now_ms() + 300);
+            let build = store
+                .leased(ONE, &ns)
+                .max_wait(Duration::from_millis(50))
+                .build_async(Strategy::Atomic);
+            let (generator, during_build) = worst_gap(build).await;
+            let generator = generator.unwrap();
+            generator.next_id().unwrap();
+            let ((), during_drop) = worst_gap(async move { drop(generator) }).await;
+            println!(
+                "{}: worst heartbeat gap {during_build:?} during build_async, \
+                 {during_drop:?} during the drop",
+                store.name()
+            );
+            let limit = Duration::from_millis(20);
+            assert!(during_build < limit, "{}: {during_build:?}", store.name());
+            assert!(during_drop < limit, "{}: {during_drop:?}", store.name());
+            released(&store, &ns).await;
+        });
+    }
+}
