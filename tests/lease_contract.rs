@@ -139,15 +139,29 @@ fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued() {
                     .collect();
                 thread::sleep(Duration::from_millis(20));
                 generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
-                callers.into_iter().flat_map(|c| c.join().unwrap()).collect()
+                callers
+                    .into_iter()
+                    .flat_map(|c| c.join().unwrap())
+                    .collect()
             });
             let at = format!("{} {strategy}", store.name());
             let unique: std::collections::HashSet<_> = ids.iter().collect();
             assert_eq!(unique.len(), ids.len(), "{at}: an ID issued twice");
             let fence = store.record(&ns, 0).unwrap().fence_ms;
-            let last = ids.iter().map(|&id| unix_ms(&ONE_NARROW, id)).max().unwrap();
-            assert!(last < fence, "{at}: an ID at {last} at or past the fence {fence}");
-            assert_eq!(generator.lease().unwrap().state, LeaseState::Released, "{at}");
+            let last = ids
+                .iter()
+                .map(|&id| unix_ms(&ONE_NARROW, id))
+                .max()
+                .unwrap();
+            assert!(
+                last < fence,
+                "{at}: an ID at {last} at or past the fence {fence}"
+            );
+            assert_eq!(
+                generator.lease().unwrap().state,
+                LeaseState::Released,
+                "{at}"
+            );
         }
     }
 }

@@ -41,11 +41,14 @@
 //!    back. The generator runs to its confirmed fence and refuses from then on
 //!    with [`IssueError::LeaseLost`](crate::IssueError::LeaseLost); to lease
 //!    again, build a new generator, which acquires under rule 6.
-//! 5. **Only its own lease is lowered.** A generator that is dropped has
-//!    stopped issuing: its lease is released with the fence lowered to the
-//!    start of the unit after its last ID, so a restart need not wait. The
-//!    write names the exact lease, so it never lowers a record written after
-//!    a loss, or by anyone else.
+//! 5. **Only its own lease is lowered.** A generator that shuts down
+//!    ([`IdGenerator::shutdown`](crate::IdGenerator::shutdown), or a drop)
+//!    stops issuing first: its fence closes, and its tick counter is sealed
+//!    in one read-modify-write, so every call still under way either counted
+//!    in the last tick or is refused. Its lease is then released with the
+//!    fence lowered to the start of the unit after that last tick, so a
+//!    restart need not wait. The write names the exact lease, so it never
+//!    lowers a record written after a loss, or by anyone else.
 //! 6. **Losses are fenced.** See [below](#a-registry-that-loses-its-data).
 //! 7. **Bounded.** Every registry call finishes or fails within its timeout,
 //!    measured on the client ([`DEFAULT_TIMEOUT`]). A build that took longer
@@ -83,6 +86,49 @@
 //! every generator of a namespace must use the same TTL and skew.
 //!
 //! What each registry detects, and what it cannot, is in its own docs.
+//!
+//! # What blocks
+//!
+//! Every registry call runs on the lease's own thread (`flakegen-lease`, one
+//! per leased generator), which drives the registry's client from a small
+//! runtime of the registry's own; none runs on a caller's thread, and each
+//! finishes or fails within [`DEFAULT_TIMEOUT`]. So:
+//!
+//! | call | blocks the calling thread |
+//! | --- | --- |
+//! | `Builder::build_async` (feature `tokio`) | never: it awaits the acquisition, then tokio's timer |
+//! | `Builder::build_*`, `build` | until the lease is acquired: a few registry round trips, each within the timeout; then, if the previous holder's fence lies ahead, until it is within `max_wait` (at most [`Lease::start_wait`]) |
+//! | [`next_id`](crate::IdGenerator::next_id) and the other issuing calls | never for the registry: one load and one compare; waits for the clock as without a lease |
+//! | [`shutdown`](crate::IdGenerator::shutdown), dropping the generator | never: they tell the lease's thread, which releases within the timeout |
+//! | [`Release::wait`] | up to the time it is given; `Release::wait_async` (feature `tokio`) waits on tokio's timer |
+//!
+//! A process that exits right after dropping its generator may exit before
+//! the release lands: the lease then expires after its TTL, its fence where
+//! it was (safe, but the next holder of the id waits for the fence). A
+//! service that wants its id back at once waits for the [`Release`]:
+//!
+//! ```
+//! use std::time::Duration;
+//! use flakegen::{Builder, IdGenerator, lease::{Lease, MemoryRegistry}};
+//!
+//! let generator = Builder::new().lease(Lease::new(MemoryRegistry::new(), "orders")).build_atomic()?;
+//! // ... serve requests, then at shutdown:
+//! if let Err(e) = generator.shutdown().wait(Duration::from_secs(3)) {
+//!     eprintln!("the lease will expire on its own: {e}");
+//! }
+//! # Ok::<(), flakegen::Error>(())
+//! ```
+//!
+//! # Events
+//!
+//! The lease's thread reports each change of state as a [`tracing`] event,
+//! target `flakegen::lease`, with the fields `namespace`, `worker` and
+//! `fence_unix_ms` (and `error` where there is one), to the subscriber in
+//! effect where the generator was built: `lease acquired` (info); `lease
+//! renewals failing` (warn, once per outage, not once per retry); `lease
+//! recovered` (info); `lease lost` (error); `lease fence reached` (error: the
+//! generator refuses IDs); `lease released` (info), or `lease not released`
+//! (warn). Nothing is reported from the ID path.
 //!
 //! # Choosing a TTL
 //!

@@ -7,7 +7,9 @@
 //! nobody will use what it sends.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::Waker;
+#[cfg(feature = "tokio")]
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 /// One value, filled once.
@@ -109,6 +111,7 @@ impl<T> Slot<T> {
     }
 
     /// [`wait`](Self::wait) for async code: ready once the slot is done.
+    #[cfg(feature = "tokio")]
     pub(crate) fn poll<R>(
         &self,
         cx: &mut Context<'_>,

@@ -1,0 +1,126 @@
+//! A tokio service that leases its worker id: the generator in axum's state,
+//! a handler that issues IDs, and a graceful shutdown that gives the id back.
+//!
+//! ```text
+//! eval "$(scripts/services.sh start)"
+//! cargo run --features tokio,redis --example async_service -- "$FLAKEGEN_TEST_REDIS_URL"
+//! curl localhost:3000/id        # in another terminal; Ctrl-C to stop
+//! ```
+//!
+//! `--requests N` makes N requests to itself, then shuts down as on Ctrl-C:
+//! the way CI runs it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::get;
+use clap::Parser;
+use flakegen::lease::{self, Lease};
+use flakegen::{Builder, IdGenerator, Strategy};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+
+#[derive(Parser)]
+struct Args {
+    /// The lease registry: postgres://... or redis://...
+    registry: String,
+    /// The lease namespace.
+    #[arg(long, default_value = "async-service")]
+    namespace: String,
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    listen: SocketAddr,
+    /// Make this many requests to itself, then shut down.
+    #[arg(long)]
+    requests: Option<u32>,
+}
+
+/// The service's state: one generator, shared by every request.
+type Ids = Arc<Box<dyn IdGenerator>>;
+
+/// `GET /id`: one ID, in decimal.
+async fn next_id(State(ids): State<Ids>) -> Result<String, (StatusCode, String)> {
+    match ids.next_id() {
+        Ok(id) => Ok(id.to_string()),
+        // A lease lost or at its fence: say why, and let the client retry.
+        Err(e) => Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
+    }
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    match serve(Args::parse()).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // Display, not Debug: flakegen's messages say what to do.
+            eprintln!("error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let registry = lease::connect(&args.registry)?;
+    // Never blocks the runtime: the lease is acquired on its own thread.
+    let ids: Ids = Arc::new(
+        Builder::new()
+            .lease(Lease::new(registry, args.namespace))
+            .build_async(Strategy::Atomic)
+            .await?,
+    );
+    println!("leased worker id {}", ids.worker());
+
+    let app = Router::new()
+        .route("/id", get(next_id))
+        .with_state(Arc::clone(&ids));
+    let listener = TcpListener::bind(args.listen).await?;
+    let address = listener.local_addr()?;
+    let (stop, stopped) = oneshot::channel::<()>();
+    let shutdown = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = stopped => {}
+        }
+    };
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    });
+    println!("listening on http://{address}/id");
+
+    if let Some(requests) = args.requests {
+        for _ in 0..requests {
+            println!("GET /id -> {}", get_id(address).await?);
+        }
+        let _ = stop.send(());
+    }
+    server.await??;
+
+    // Every request is done: stop issuing, give the id back, and wait (a
+    // bounded time) for the registry to confirm, so a restart takes it at once.
+    match ids.shutdown().wait_async(Duration::from_secs(3)).await {
+        Ok(()) => println!("released worker id {}", ids.worker()),
+        Err(e) => eprintln!("the lease will expire on its own: {e}"),
+    }
+    Ok(())
+}
+
+/// One `GET /id` over HTTP/1.1, returning the body.
+async fn get_id(address: SocketAddr) -> std::io::Result<String> {
+    let mut stream = TcpStream::connect(address).await?;
+    let request = format!("GET /id HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    if !head.starts_with("HTTP/1.1 200") {
+        return Err(std::io::Error::other(format!("{head}\n{body}")));
+    }
+    Ok(body.to_owned())
+}
