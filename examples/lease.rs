@@ -112,6 +112,8 @@ fn show(args: &Args, deadline: Option<Instant>) -> Result<(), Error> {
         thread::sleep(Duration::from_millis(args.interval_ms));
     }
     eprintln!("releasing worker id {}", generator.worker());
+    // A drop would release too, without waiting: the process could exit first.
+    generator.shutdown().wait(Duration::from_secs(3))?;
     Ok(())
 }
 

@@ -259,9 +259,11 @@ impl TickCounter {
     /// handed out before (see `Raw::seal`).
     pub(crate) fn seal(&self, tick: u64) -> u64 {
         // Relaxed: as in `take`. Every reservation is a read-modify-write of
-        // this one atomic, so it comes before this one (and is counted in
-        // the result) or after it (and lies past `tick`). `give_back` moves
-        // the counter back only from a value no RMW has moved since.
+        // this one atomic, so it comes before this one (its ticks are at most
+        // the result) or after it (its ticks lie past `tick`). A `give_back`
+        // lowers the counter only while it still reads the end of the ticks
+        // given back: if this raised it, none does. Either way, every tick
+        // at or below `tick` that is ever handed out is at most the result.
         self.last.fetch_max(tick, Ordering::Relaxed)
     }
 
