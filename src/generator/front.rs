@@ -178,7 +178,6 @@ mod sealed {
 /// A generator's settings, checked, with its lease (if any) being acquired
 /// on the lease's thread.
 struct Prepared<C> {
-    layout: Layout,
     worker: Option<u64>,
     clock: C,
     rules: TickRules,
@@ -281,7 +280,6 @@ impl<C: Clock> Prepared<C> {
             }
         };
         Ok(Prepared {
-            layout,
             worker,
             clock,
             rules,
@@ -295,7 +293,6 @@ impl<C: Clock> Prepared<C> {
     /// count on from.
     fn finish(self, acquired: Option<Acquired>) -> Result<(Core<C>, u64), BuildError> {
         let Prepared {
-            layout,
             worker,
             clock,
             rules,
@@ -303,6 +300,7 @@ impl<C: Clock> Prepared<C> {
             resume_after,
             pending: _,
         } = self;
+        let layout = *rules.layout();
         let (worker, lease_last, fence, keeper) = match acquired {
             None => (worker.unwrap_or(0), 0, Arc::new(Fence::none()), None),
             Some(acquired) => (

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::fence::{self, Fence};
-use super::keeper::{self, Keeper, LeaseState};
+use super::keeper::{self, Keeper, Keeping, LeaseState};
 use super::protocol::{self, Holding, Unconfirmed};
 use super::slot::{Done, Slot};
 use super::{Lease, LeaseError};
@@ -177,22 +177,18 @@ impl Lease {
             }
         }
 
-        let fence = Arc::new(Fence::at(&layout, holding.fence_ms));
         let last_tick = layout.first_tick(start).saturating_sub(1);
-        let keeper = Keeper::new(
-            self.clone(),
+        let keeping = Keeping {
+            lease: self.clone(),
             layout,
-            Arc::clone(&clock),
+            clock: Arc::clone(&clock),
             renew_every,
-            &holding,
-            renewed_at,
-            Arc::clone(&fence),
-            last_tick,
-        );
+        };
+        let keeper = Keeper::new(keeping, &holding, renewed_at, last_tick);
         let acquired = Acquired {
             worker: holding.worker,
             last_tick,
-            fence,
+            fence: keeper.fence(),
             keeper,
             ready_at,
             clock,

@@ -15,9 +15,35 @@ use super::slot::{Done, Slot};
 use super::{Lease, LeaseError};
 use crate::clock::Clock;
 use crate::layout::Layout;
+use tracing::Level;
 
-/// The `tracing` target of every lease event.
-const TARGET: &str = "flakegen::lease";
+/// One lease event at `level` (a constant), with the fields every lease
+/// event carries, and the error if there is one.
+macro_rules! event {
+    ($level:expr, $shared:expr, $fence_ms:expr, $error:expr, $message:expr) => {
+        match $error {
+            None => tracing::event!(
+                target: "flakegen::lease",
+                $level,
+                namespace = %$shared.lease.namespace,
+                worker = $shared.worker,
+                fence_unix_ms = $fence_ms,
+                "{}",
+                $message
+            ),
+            Some(error) => tracing::event!(
+                target: "flakegen::lease",
+                $level,
+                namespace = %$shared.lease.namespace,
+                worker = $shared.worker,
+                fence_unix_ms = $fence_ms,
+                error = %error,
+                "{}",
+                $message
+            ),
+        }
+    };
+}
 
 /// Where a lease stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -171,6 +197,15 @@ struct Control {
     release_at_ms: Option<u64>,
 }
 
+/// What a lease is kept on: its terms, the generator's layout and clock,
+/// and how often to renew.
+pub(crate) struct Keeping {
+    pub(crate) lease: Lease,
+    pub(crate) layout: Layout,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) renew_every: Duration,
+}
+
 /// What has been said of the current trouble, so each event is said once.
 #[derive(Default)]
 struct Said {
@@ -179,25 +214,27 @@ struct Said {
 }
 
 impl Keeper {
-    /// The handle for a lease `holding`, renewed since `renewed_at`.
-    #[allow(clippy::too_many_arguments)]
+    /// The handle for a lease `holding`, renewed since `renewed_at`; the
+    /// previous holder may have issued up to `acquired_at_tick`.
     pub(crate) fn new(
-        lease: Lease,
-        layout: Layout,
-        clock: Arc<dyn Clock>,
-        renew_every: Duration,
+        keeping: Keeping,
         holding: &Holding,
         renewed_at: Instant,
-        fence: Arc<Fence>,
         acquired_at_tick: u64,
     ) -> Keeper {
+        let Keeping {
+            lease,
+            layout,
+            clock,
+            renew_every,
+        } = keeping;
         let shared = Arc::new(Shared {
             lease,
             layout,
             clock,
             worker: holding.worker,
             renew_every,
-            fence,
+            fence: Arc::new(Fence::at(&layout, holding.fence_ms)),
             status: Mutex::new(Status {
                 state: LeaseState::Held,
                 renewed_at,
@@ -211,6 +248,11 @@ impl Keeper {
             shared,
             acquired_at_tick,
         }
+    }
+
+    /// The confirmed fence, which the generator's hot path reads.
+    pub(crate) fn fence(&self) -> Arc<Fence> {
+        Arc::clone(&self.shared.fence)
     }
 
     pub(crate) fn status(&self) -> LeaseStatus {
@@ -288,7 +330,14 @@ pub(crate) fn hand_over(
     let shared = Arc::clone(&acquired.keeper.shared);
     // Whatever happens below, by return or by panic, a shutdown's wait ends.
     let _done = Done(&shared.released);
-    shared.event_acquired();
+    let fence_ms = shared.fence.unix_ms();
+    event!(
+        Level::INFO,
+        shared,
+        fence_ms,
+        None::<&LeaseError>,
+        "lease acquired"
+    );
     // A build that went away (a cancelled future) drops what it would have
     // got: its keeper then asks for the release, which `keep` makes.
     drop(reply.fill(Ok(acquired)));
@@ -353,7 +402,13 @@ impl Shared {
                 Ok(fence_ms) => {
                     self.fence.confirm(&self.layout, fence_ms);
                     if said.failing || said.fence_reached {
-                        self.event("lease recovered", fence_ms, None);
+                        event!(
+                            Level::INFO,
+                            self,
+                            fence_ms,
+                            None::<&LeaseError>,
+                            "lease recovered"
+                        );
                     }
                     said = Said::default();
                     // The server extended the lease no earlier than the request left.
@@ -361,12 +416,11 @@ impl Shared {
                     asked_at + self.renew_every
                 }
                 Err(Unconfirmed::Lost(e)) => {
-                    tracing::error!(
-                        target: TARGET,
-                        namespace = %self.lease.namespace,
-                        worker = self.worker,
-                        fence_unix_ms = self.fence.unix_ms(),
-                        error = %e,
+                    event!(
+                        Level::ERROR,
+                        self,
+                        self.fence.unix_ms(),
+                        Some(&e),
                         "lease lost: the generator issues up to its fence, then refuses; \
                          build a new generator to lease a worker id again"
                     );
@@ -378,12 +432,11 @@ impl Shared {
                 Err(Unconfirmed::Failed(e)) => {
                     if !said.failing {
                         said.failing = true;
-                        tracing::warn!(
-                            target: TARGET,
-                            namespace = %self.lease.namespace,
-                            worker = self.worker,
-                            fence_unix_ms = self.fence.unix_ms(),
-                            error = %e,
+                        event!(
+                            Level::WARN,
+                            self,
+                            self.fence.unix_ms(),
+                            Some(&e),
                             "lease renewals failing: the generator issues up to its fence \
                              while they are retried"
                         );
@@ -403,11 +456,11 @@ impl Shared {
             return said.fence_reached;
         }
         said.fence_reached = true;
-        tracing::error!(
-            target: TARGET,
-            namespace = %self.lease.namespace,
-            worker = self.worker,
-            fence_unix_ms = fence_ms,
+        event!(
+            Level::ERROR,
+            self,
+            fence_ms,
+            None::<&LeaseError>,
             "lease fence reached: the generator refuses IDs until a renewal is confirmed"
         );
         true
@@ -417,59 +470,26 @@ impl Shared {
         let fence_ms = to_ms.min(holding.fence_ms);
         match holding.release(&*self.lease.registry, &self.terms(), to_ms) {
             Ok(true) => {
-                self.event("lease released", fence_ms, None);
+                event!(
+                    Level::INFO,
+                    self,
+                    fence_ms,
+                    None::<&LeaseError>,
+                    "lease released"
+                );
                 Ok(())
             }
             Ok(false) => {
                 let e = self.terms().lost(self.worker);
-                self.event(
-                    "lease not released: it was no longer held",
-                    fence_ms,
-                    Some(&e),
-                );
+                let message = "lease not released: it was no longer held";
+                event!(Level::WARN, self, fence_ms, Some(&e), message);
                 Err(e)
             }
             Err(e) => {
-                self.event(
-                    "lease not released: it expires after its TTL",
-                    fence_ms,
-                    Some(&e),
-                );
+                let message = "lease not released: it expires after its TTL";
+                event!(Level::WARN, self, fence_ms, Some(&e), message);
                 Err(e)
             }
-        }
-    }
-
-    fn event_acquired(&self) {
-        tracing::info!(
-            target: TARGET,
-            namespace = %self.lease.namespace,
-            worker = self.worker,
-            fence_unix_ms = self.fence.unix_ms(),
-            ttl_ms = fence::millis(self.lease.ttl),
-            "lease acquired"
-        );
-    }
-
-    /// An information event, or a warning when it carries an error.
-    fn event(&self, message: &str, fence_ms: u64, error: Option<&LeaseError>) {
-        let (namespace, worker) = (&self.lease.namespace, self.worker);
-        match error {
-            None => tracing::info!(
-                target: TARGET,
-                namespace = %namespace,
-                worker,
-                fence_unix_ms = fence_ms,
-                "{message}"
-            ),
-            Some(e) => tracing::warn!(
-                target: TARGET,
-                namespace = %namespace,
-                worker,
-                fence_unix_ms = fence_ms,
-                error = %e,
-                "{message}"
-            ),
         }
     }
 
