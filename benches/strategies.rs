@@ -43,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
-use flakegen::lease::{Lease, MemoryRegistry};
+use flakegen::lease::{DEFAULT_TIMEOUT, Lease, MemoryRegistry};
 use flakegen::{
     Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
     Strategy, SyscallClock, SystemClock,
@@ -252,6 +252,16 @@ fn contended(c: &mut Criterion) {
     group.finish();
 }
 
+/// [`bench_ids`], then gives the lease back and waits for that.
+fn bench_leased<G: IdGenerator>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    generator: G,
+) {
+    bench_ids(group, name, &generator);
+    generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+}
+
 fn mechanism(c: &mut Criterion) {
     let mut group = c.benchmark_group("mechanism");
     let counter = CachePadded::new(AtomicU64::new(0));
@@ -291,24 +301,19 @@ fn mechanism(c: &mut Criterion) {
     }
     let builder = Builder::new().layout(WIDE);
     strategies(&mut group, "system", builder.clone());
-    // Each leased generator is dropped, releasing the one id, before the next.
+    // Each leased generator gives the one id back, and waits for that,
+    // before the next is built.
     let leased = Builder::new()
         .layout(WIDE)
         .lease(Lease::new(MemoryRegistry::new(), "bench"));
-    bench_ids(
-        &mut group,
-        "atomic_leased/system",
-        &leased.clone().build_atomic().unwrap(),
-    );
-    bench_ids(
-        &mut group,
-        "mutex_leased/system",
-        &leased.clone().build_mutex().unwrap(),
-    );
-    bench_ids(
+    let atomic = leased.clone().build_atomic().unwrap();
+    bench_leased(&mut group, "atomic_leased/system", atomic);
+    let mutex = leased.clone().build_mutex().unwrap();
+    bench_leased(&mut group, "mutex_leased/system", mutex);
+    bench_leased(
         &mut group,
         "ticker_leased/system",
-        &leased.build_ticker().unwrap(),
+        leased.build_ticker().unwrap(),
     );
     let atomic = builder.clone().build_atomic().unwrap();
     let mutex_gen = builder.clone().build_mutex().unwrap();
