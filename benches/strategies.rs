@@ -22,6 +22,8 @@
 //!   synchronisation itself, beside bare baselines in the same group; the
 //!   `_leased` variants hold a worker-id lease (from a registry in memory), so
 //!   every call also checks the lease's fence.
+//!   With `--features tokio`, `async/<strategy>/1` is `next_id_async` awaited
+//!   on a current-thread runtime.
 //! - `clocks`: one read of each clock.
 //!
 //! After Criterion, two side reports: IDs per second and CPU cores busy per
@@ -108,6 +110,33 @@ fn bench_ids<G: IdGenerator>(group: &mut BenchmarkGroup<'_, WallTime>, name: &st
             })
         });
     }
+}
+
+/// `async/<strategy>/1`: `next_id_async` awaited on a current-thread
+/// runtime, to compare with `<strategy>/system/1` in the same run (feature
+/// `tokio`: `cargo bench --features tokio`).
+#[cfg(feature = "tokio")]
+fn bench_async<G: IdGenerator>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    strategy: &str,
+    generator: &G,
+) {
+    use flakegen::AsyncIdGenerator;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    group.bench_function(BenchmarkId::new(format!("async/{strategy}"), 1), |b| {
+        b.iter_custom(|iters| {
+            runtime.block_on(async {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    black_box(generator.next_id_async().await.unwrap());
+                }
+                start.elapsed()
+            })
+        })
+    });
 }
 
 /// Per-ID time of `next_ids` in batches of `size` on one thread.
@@ -301,6 +330,20 @@ fn mechanism(c: &mut Criterion) {
     }
     let builder = Builder::new().layout(WIDE);
     strategies(&mut group, "system", builder.clone());
+    #[cfg(feature = "tokio")]
+    {
+        bench_async(
+            &mut group,
+            "atomic",
+            &builder.clone().build_atomic().unwrap(),
+        );
+        bench_async(&mut group, "mutex", &builder.clone().build_mutex().unwrap());
+        bench_async(
+            &mut group,
+            "ticker",
+            &builder.clone().build_ticker().unwrap(),
+        );
+    }
     // Each leased generator gives the one id back, and waits for that,
     // before the next is built.
     let leased = Builder::new()

@@ -20,7 +20,7 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use clap::Parser;
 use flakegen::lease::{self, Lease};
-use flakegen::{Builder, IdGenerator, Strategy};
+use flakegen::{AsyncIdGenerator, Builder, IdGenerator, Strategy};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -45,7 +45,8 @@ type Ids = Arc<Box<dyn IdGenerator>>;
 
 /// `GET /id`: one ID, in decimal.
 async fn next_id(State(ids): State<Ids>) -> Result<String, (StatusCode, String)> {
-    match ids.next_id() {
+    // Waits (the unit's IDs used up, the clock behind) are tokio sleeps.
+    match ids.next_id_async().await {
         Ok(id) => Ok(id.to_string()),
         // A lease lost or at its fence: say why, and let the client retry.
         Err(e) => Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),

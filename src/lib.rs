@@ -172,6 +172,8 @@ pub use self::error::{
     BuildError, Error, Field, IdError, IssueError, LayoutError, ParseIdError, ParseStrategyError,
     WorkerError, WorkerOrigin,
 };
+#[cfg(feature = "tokio")]
+pub use self::generator::AsyncIdGenerator;
 pub use self::generator::{
     AtomicGenerator, Builder, Generator, IdGenerator, MutexGenerator, Strategy, TickerGenerator,
 };

@@ -105,6 +105,16 @@ impl Settings<SystemClock> {
     }
 }
 
+/// What a call does when its ticks must wait for the clock.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Sleeps on the caller's thread, within `max_wait`.
+    Block,
+    /// Gives the ticks back and says how long to wait: the async calls
+    /// sleep their own way, then ask again.
+    GiveBack,
+}
+
 /// Ticks a raw strategy has set aside for a blocking call.
 pub struct Reserved {
     /// The first tick of the range.
@@ -389,6 +399,13 @@ impl<C: Clock> Core<C> {
         }
     }
 
+    /// Whether clock reading `now_nanos` has reached the start of `unit`: a
+    /// wait for it returns at once (a ticker whose thread is late publishes
+    /// the unit itself).
+    fn reached(&self, unit: u64, now_nanos: u64) -> bool {
+        now_nanos >= self.layout().unit_start_nanos(unit)
+    }
+
     /// When a wait that starts now must give up, by the monotonic clock:
     /// `max_wait` bounds every wait, whatever the generator's clock does
     /// meanwhile (stops, steps back). `None`: no bound.
@@ -476,10 +493,10 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
 
     /// Reserves `count` ticks and returns the first once they may be issued.
     #[inline]
-    fn issue(&self, count: u64) -> Result<u64, IssueError> {
+    fn issue(&self, count: u64, wait: Wait) -> Result<u64, IssueError> {
         match self.raw.reserve(&self.core, count) {
             Ok(r) if r.first + (count - 1) < r.limit.min(self.core.cap()) => Ok(r.first),
-            Ok(r) => self.settle(r.first, r.first + (count - 1), r.now),
+            Ok(r) => self.settle(r.first, r.first + (count - 1), r.now, wait),
             Err(_) => Err(self.core.exhausted()),
         }
     }
@@ -488,15 +505,19 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     /// are ahead of the clock or past the layout's end.
     #[cold]
     #[inline(never)]
-    fn settle(&self, first: u64, end: u64, now: u64) -> Result<u64, IssueError> {
+    fn settle(&self, first: u64, end: u64, now: u64, wait: Wait) -> Result<u64, IssueError> {
         match self.core.rules.verdict(end, now, self.core.cap()) {
             // The clock moved on between the raw strategy's reads.
             Ok(()) => Ok(first),
-            Err(Refusal::Fenced) => self.settle_at_fence(first, end, now),
+            Err(Refusal::Fenced) => self.settle_at_fence(first, end, now, wait),
             // The ticks stay reserved and are never issued: a gap, never a repeat.
             Err(Refusal::Exhausted) => Err(self.core.refusal_error(Refusal::Exhausted, 0)),
             Err(Refusal::WaitUntil(unit)) => {
                 let now_nanos = self.core.clock.unix_nanos();
+                // Past this point a wait only blocks if the clock is short of the unit.
+                if wait == Wait::GiveBack && !self.core.reached(unit, now_nanos) {
+                    return Err(self.give_back(first, end, unit, now_nanos));
+                }
                 self.core.wait_for(unit, now_nanos)?;
                 // The ticks are ours; hand them out once the clock allows, or
                 // skip them if it does not within max_wait (a gap, never a repeat).
@@ -513,9 +534,18 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     /// whose fence is only its predecessor's (or just confirmed) is renewed
     /// past them before the clock gets there. Refused, they are given back.
     #[cold]
-    fn settle_at_fence(&self, first: u64, end: u64, now: u64) -> Result<u64, IssueError> {
+    fn settle_at_fence(
+        &self,
+        first: u64,
+        end: u64,
+        now: u64,
+        wait: Wait,
+    ) -> Result<u64, IssueError> {
         if let Err(Refusal::WaitUntil(unit)) = self.core.rules.verdict(end, now, u64::MAX) {
             let now_nanos = self.core.clock.unix_nanos();
+            if wait == Wait::GiveBack && !self.core.reached(unit, now_nanos) {
+                return Err(self.give_back(first, end, unit, now_nanos));
+            }
             let give_up = self.core.give_up();
             if self.core.wait_for(unit, now_nanos).is_ok()
                 && self
@@ -529,6 +559,15 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
         }
         self.raw.give_back(first, end);
         Err(self.core.refusal_error(Refusal::Fenced, 0))
+    }
+
+    /// Gives back ticks `first..=end` that may not be issued before `unit`,
+    /// and says how long that is from clock reading `now_nanos` (or that it
+    /// is further than `max_wait`).
+    #[cold]
+    fn give_back(&self, first: u64, end: u64, unit: u64, now_nanos: u64) -> IssueError {
+        self.raw.give_back(first, end);
+        self.core.refusal_error(Refusal::WaitUntil(unit), now_nanos)
     }
 
     fn try_issue(&self, count: u64) -> Result<u64, IssueError> {
@@ -564,7 +603,12 @@ impl<R: Start<SystemClock>> Generator<R, SystemClock> {
 impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, IssueError> {
-        Ok(self.core.id(self.issue(1)?))
+        Ok(self.core.id(self.issue(1, Wait::Block)?))
+    }
+
+    #[inline]
+    fn next_id_or_wait_hint(&self) -> Result<Snowflake, IssueError> {
+        Ok(self.core.id(self.issue(1, Wait::GiveBack)?))
     }
 
     #[inline]
@@ -574,7 +618,15 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
         if !ids.is_empty() {
-            let first = self.issue(ids.len() as u64)?;
+            let first = self.issue(ids.len() as u64, Wait::Block)?;
+            self.core.fill(first, ids);
+        }
+        Ok(())
+    }
+
+    fn next_ids_or_wait_hint(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        if !ids.is_empty() {
+            let first = self.issue(ids.len() as u64, Wait::GiveBack)?;
             self.core.fill(first, ids);
         }
         Ok(())
@@ -594,6 +646,10 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     fn worker(&self) -> u64 {
         self.core.worker
+    }
+
+    fn max_wait(&self) -> Duration {
+        Duration::from_nanos(self.core.max_wait_nanos)
     }
 
     fn lease(&self) -> Option<LeaseStatus> {

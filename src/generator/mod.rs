@@ -8,6 +8,8 @@ use crate::id::Snowflake;
 use crate::layout::Layout;
 use crate::lease::{LeaseStatus, Release};
 
+#[cfg(feature = "tokio")]
+mod asynchronous;
 mod atomic;
 mod builder;
 mod front;
@@ -17,6 +19,8 @@ mod strategy;
 mod ticker;
 mod wait;
 
+#[cfg(feature = "tokio")]
+pub use self::asynchronous::AsyncIdGenerator;
 pub use self::atomic::AtomicGenerator;
 pub use self::builder::Builder;
 pub use self::front::Generator;
@@ -94,11 +98,36 @@ pub trait IdGenerator: Send + Sync {
     /// and nothing is consumed.
     fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError>;
 
+    /// The async calls' fast path (see [`AsyncIdGenerator`](crate::AsyncIdGenerator)),
+    /// not meant to be called directly: [`next_id`](Self::next_id)'s fast
+    /// path, but where `next_id` would wait, it returns
+    /// [`IssueError::WouldBlock`] instead, giving back what it reserved (a
+    /// gap if another call reserved since, never a repeat). Defaults to
+    /// [`try_next_id`](Self::try_next_id).
+    #[doc(hidden)]
+    #[inline]
+    fn next_id_or_wait_hint(&self) -> Result<Snowflake, IssueError> {
+        self.try_next_id()
+    }
+
+    /// [`next_id_or_wait_hint`](Self::next_id_or_wait_hint) for a batch.
+    #[doc(hidden)]
+    fn next_ids_or_wait_hint(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        self.try_next_ids(ids)
+    }
+
     /// The layout of the IDs issued.
     fn layout(&self) -> &Layout;
 
     /// The worker id in every ID issued.
     fn worker(&self) -> u64;
+
+    /// The longest a call waits for the clock before it fails with
+    /// [`IssueError::ClockBehind`] (see [`Builder::max_wait`](crate::Builder::max_wait)).
+    /// Default: one second, the builder's default.
+    fn max_wait(&self) -> std::time::Duration {
+        front::DEFAULT_MAX_WAIT
+    }
 
     /// Where the generator's worker-id lease stands (see [`lease`](crate::lease)),
     /// or `None` if it was given its worker id directly.
@@ -152,11 +181,21 @@ macro_rules! forward_id_generator {
             fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
                 (**self).try_next_ids(ids)
             }
+            #[inline]
+            fn next_id_or_wait_hint(&self) -> Result<Snowflake, IssueError> {
+                (**self).next_id_or_wait_hint()
+            }
+            fn next_ids_or_wait_hint(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+                (**self).next_ids_or_wait_hint(ids)
+            }
             fn layout(&self) -> &Layout {
                 (**self).layout()
             }
             fn worker(&self) -> u64 {
                 (**self).worker()
+            }
+            fn max_wait(&self) -> std::time::Duration {
+                (**self).max_wait()
             }
             fn lease(&self) -> Option<LeaseStatus> {
                 (**self).lease()

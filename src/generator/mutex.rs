@@ -69,7 +69,9 @@ impl<C: Clock> Raw<C> for Locked {
             .rules
             .reserve(*last, now, count)
             .ok_or(refused(Refusal::Exhausted))?;
-        core.rules.verdict(end, now, core.cap()).map_err(refused)?;
+        core.rules
+            .try_verdict(end, now, core.cap())
+            .map_err(refused)?;
         *last = end;
         Ok(first)
     }

@@ -105,6 +105,19 @@ impl TickRules {
         }
     }
 
+    /// [`verdict`](Self::verdict) for a call that does not wait: a wait for
+    /// the clock comes before the fence, as in a blocking call, which waits
+    /// first and meets the fence only after (a renewal may have moved it by
+    /// then). So a non-blocking call at a fence that lies ahead of the clock
+    /// says how long to wait, as it would for any lead.
+    #[inline]
+    pub(crate) const fn try_verdict(&self, end: u64, now: u64, cap: u64) -> Result<(), Refusal> {
+        match self.verdict(end, now, u64::MAX) {
+            Ok(()) if end >= cap => Err(Refusal::Fenced),
+            other => other,
+        }
+    }
+
     /// The pure transition: the `count` ticks to issue after `last` when the
     /// clock reads `now`, as `(first, end)`; `None` if they do not fit the layout.
     ///
@@ -212,7 +225,7 @@ impl TickCounter {
         let mut last = self.last.load(Ordering::Relaxed);
         loop {
             let (first, end) = rules.reserve(last, now, count).ok_or(Refusal::Exhausted)?;
-            rules.verdict(end, now, cap)?;
+            rules.try_verdict(end, now, cap)?;
             // Relaxed: as in `take`; on failure the value only seeds the next attempt.
             match self
                 .last
@@ -333,6 +346,17 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_call_that_does_not_wait_meets_the_clock_before_the_fence() {
+        let r = rules(0);
+        // Unit 6's ticks (24..) at a fence of 24: a blocking call would wait
+        // for unit 6 and only then check the fence again.
+        assert_eq!(r.verdict(24, 5, 24), Err(Refusal::Fenced));
+        assert_eq!(r.try_verdict(24, 5, 24), Err(Refusal::WaitUntil(6)));
+        assert_eq!(r.try_verdict(24, 6, 24), Err(Refusal::Fenced));
+        assert_eq!(r.try_verdict(24, 6, 25), Ok(()));
     }
 
     #[test]

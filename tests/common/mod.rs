@@ -4,6 +4,8 @@
 
 #[cfg(any(feature = "postgres", feature = "redis"))]
 pub mod backend;
+#[cfg(feature = "tokio")]
+pub mod heartbeat;
 pub mod store;
 
 use std::time::Duration;
@@ -67,6 +69,9 @@ impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
     }
     fn worker(&self) -> u64 {
         self.0.worker()
+    }
+    fn max_wait(&self) -> Duration {
+        self.0.max_wait()
     }
     fn lease(&self) -> Option<flakegen::lease::LeaseStatus> {
         self.0.lease()
