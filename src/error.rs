@@ -537,14 +537,29 @@ impl std::error::Error for ParseStrategyError {}
 
 /// Declares [`Error`] from one list of its variants: the enum, its
 /// `Display` and `source` (both the held error's: `Error` is transparent),
-/// and a `From` for each.
+/// its `Debug`, and a `From` for each.
 macro_rules! umbrella {
     ($(#[$outer:meta])* pub enum Error { $( $(#[doc = $doc:literal])* $variant:ident($ty:ty), )* }) => {
         $(#[$outer])*
-        #[derive(Debug)]
         #[non_exhaustive]
         pub enum Error {
             $( $(#[doc = $doc])* $variant($ty), )*
+        }
+
+        /// The message first, then the structure: `fn main() -> Result<(),
+        /// flakegen::Error>` prints an error with `Debug`, and the message is
+        /// what says what to do. `{:#?}` is the structure alone.
+        impl fmt::Debug for Error {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                match self {
+                    $( Error::$variant(e) if f.alternate() => {
+                        f.debug_tuple(stringify!($variant)).field(e).finish()
+                    } )*
+                    $( Error::$variant(e) => {
+                        write!(f, "{e} [{}({e:?})]", stringify!($variant))
+                    } )*
+                }
+            }
         }
 
         impl fmt::Display for Error {
@@ -590,6 +605,9 @@ umbrella! {
     ///     Ok(generator.next_id()?) // IssueError
     /// }
     /// assert!(matches!(newest("x"), Err(Error::ParseId(_))));
+    /// // Debug, which `fn main() -> Result<(), Error>` prints, starts with the message.
+    /// let e = newest("x").unwrap_err();
+    /// assert!(format!("{e:?}").starts_with(&e.to_string()));
     /// ```
     pub enum Error {
         /// Issuing an ID failed.

@@ -8,6 +8,7 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use common::*;
+use flakegen::lease::{self, LeaseError};
 use flakegen::{
     BuildError, Builder, Error, Field, Fields, IdError, IdGenerator, IssueError, Layout,
     LayoutError, ManualClock, Snowflake, Strategy, worker,
@@ -272,7 +273,83 @@ fn cases() -> Vec<Case> {
         |e| matches!(e, Error::Worker(_)),
         "set FLAKEGEN_WORKER_ID",
     );
+    case(
+        "a registry URL of no known scheme",
+        err(lease::connect("mysql://app@db/app")),
+        |e| matches!(e, Error::Lease(LeaseError::UnsupportedUrl { .. })),
+        "use postgres:// or redis://",
+    );
+    #[cfg(not(feature = "postgres"))]
+    case(
+        "a postgres URL without the feature",
+        err(lease::connect("Postgres://app@db/app")),
+        |e| {
+            matches!(
+                e,
+                Error::Lease(LeaseError::FeatureOff {
+                    feature: "postgres",
+                    ..
+                })
+            )
+        },
+        "need flakegen's \"postgres\" feature",
+    );
+    #[cfg(not(feature = "redis"))]
+    case(
+        "a redis URL without the feature",
+        err(lease::connect("redis://db:6379/0")),
+        |e| {
+            matches!(
+                e,
+                Error::Lease(LeaseError::FeatureOff {
+                    feature: "redis",
+                    ..
+                })
+            )
+        },
+        "need flakegen's \"redis\" feature",
+    );
+    #[cfg(feature = "postgres")]
+    case(
+        "a postgres URL with no host name in it",
+        err(lease::connect("postgres://%%%")),
+        |e| matches!(e, Error::Lease(LeaseError::InvalidUrl { .. })),
+        "not a host name or an IP address",
+    );
     cases
+}
+
+/// Schemes are case-insensitive (RFC 3986): nothing is sent until the
+/// first call, so a URL that parses is enough here.
+#[cfg(feature = "postgres")]
+#[test]
+fn registry_url_schemes_are_case_insensitive() {
+    for url in [
+        "Postgres://app@127.0.0.1/app",
+        "POSTGRESQL://app@127.0.0.1/app",
+    ] {
+        lease::connect(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    }
+}
+
+/// `fn main() -> Result<(), flakegen::Error>` prints `Debug`: it must carry
+/// the message that says what to do.
+#[test]
+fn debug_of_error_carries_the_message() {
+    let e = Error::from(BuildError::FenceAhead {
+        worker: 0,
+        wait_nanos: 5_000_699_047,
+    });
+    let debug = format!("{e:?}");
+    assert!(debug.starts_with(&e.to_string()), "{debug}");
+    assert!(debug.contains("FenceAhead"), "{debug}");
+    // The alternate form is the structure alone.
+    let structure = format!("{e:#?}");
+    assert!(
+        structure.starts_with("Build(\n    FenceAhead {"),
+        "{structure}"
+    );
+    assert!(!structure.contains(&e.to_string()), "{structure}");
 }
 
 #[test]

@@ -25,6 +25,13 @@ pub enum LeaseError {
         /// The scheme given.
         scheme: String,
     },
+    /// The URL names a registry whose feature is off in this build.
+    FeatureOff {
+        /// The scheme given, in lower case.
+        scheme: String,
+        /// The crate feature that registry needs.
+        feature: &'static str,
+    },
     /// The URL could not be parsed.
     InvalidUrl {
         /// Why.
@@ -87,6 +94,14 @@ pub enum LeaseError {
         /// What was found.
         detail: String,
     },
+    /// The server refused a statement for want of a privilege: on
+    /// PostgreSQL, creating the lease table, or using it.
+    Forbidden {
+        /// The server's address.
+        address: String,
+        /// What the server said.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// A [`Release`](super::Release) was not confirmed by the registry
     /// within the time it was given.
     ReleaseTimedOut {
@@ -114,6 +129,11 @@ impl fmt::Display for LeaseError {
                 "no lease registry for {scheme:?} URLs: use postgres:// or redis:// \
                  with the crate's postgres or redis feature on"
             ),
+            LeaseError::FeatureOff { scheme, feature } => write!(
+                f,
+                "{scheme}:// lease registries need flakegen's {feature:?} feature, which this \
+                 build does not have: add it to flakegen's features in Cargo.toml"
+            ),
             LeaseError::InvalidUrl { reason } => {
                 write!(f, "invalid lease registry URL: {reason}")
             }
@@ -128,7 +148,16 @@ impl fmt::Display for LeaseError {
             LeaseError::Unauthorized { address, source } => write!(
                 f,
                 "lease registry at {address} refused the credentials ({source}): check the \
-                 user name and password in the URL"
+                 user name and password in the URL (postgres://user:password@host:port/db, \
+                 redis://:password@host:port/db; percent-encode special characters)"
+            ),
+            LeaseError::Forbidden { address, source } => write!(
+                f,
+                "lease registry at {address} refused flakegen's statement ({source}): the \
+                 role in the URL must be allowed to use the table flakegen_leases, and to \
+                 create it the first time. Create it once as a role that may \
+                 (PostgresRegistry::DDL, then PostgresRegistry::NEW_TABLE_MARKER), then \
+                 GRANT SELECT, INSERT, UPDATE ON flakegen_leases to this role"
             ),
             LeaseError::AllHeld { namespace, held } => write!(
                 f,
@@ -185,6 +214,7 @@ impl std::error::Error for LeaseError {
         match self {
             LeaseError::Unreachable { source, .. }
             | LeaseError::Unauthorized { source, .. }
+            | LeaseError::Forbidden { source, .. }
             | LeaseError::Server { source, .. } => Some(&**source),
             _ => None,
         }

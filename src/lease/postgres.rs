@@ -85,9 +85,26 @@ impl PostgresRegistry {
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
+        let url = super::registry::lowercase_scheme(url);
         let mut config: Config = url.parse().map_err(|e| LeaseError::InvalidUrl {
             reason: format!("{e}"),
         })?;
+        // The client takes any text for a host name, and reports one that
+        // cannot be as a failed connection: say it here, for what it is.
+        for host in config.get_hosts() {
+            if let tokio_postgres::config::Host::Tcp(host) = host {
+                let name = host.trim_start_matches('[').trim_end_matches(']');
+                let fits = |c: char| c.is_ascii_alphanumeric() || "-._:".contains(c);
+                if name.is_empty() || !name.chars().all(fits) {
+                    return Err(LeaseError::InvalidUrl {
+                        reason: format!(
+                            "{host:?} is not a host name or an IP address \
+                             (percent-encode special characters in the user name and password)"
+                        ),
+                    });
+                }
+            }
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_TIMEOUT);
         }
@@ -156,6 +173,8 @@ impl PostgresRegistry {
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
         {
             LeaseError::Unauthorized { address, source }
+        } else if *code == SqlState::INSUFFICIENT_PRIVILEGE {
+            LeaseError::Forbidden { address, source }
         } else if *code == SqlState::CANNOT_CONNECT_NOW
             || *code == SqlState::ADMIN_SHUTDOWN
             || *code == SqlState::CRASH_SHUTDOWN

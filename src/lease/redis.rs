@@ -185,9 +185,12 @@ impl RedisRegistry {
     /// The client's error, said as a [`LeaseError`].
     fn error(&self, e: RedisError) -> LeaseError {
         let address = self.remote.address.clone();
+        // A server that wants a password rejects a long command sent without
+        // one as a protocol error ("unauthenticated multibulk length").
         if e.kind() == ErrorKind::AuthenticationFailed
             || e.code()
                 .is_some_and(|code| code == "NOAUTH" || code == "WRONGPASS")
+            || e.to_string().contains("unauthenticated")
         {
             return LeaseError::Unauthorized {
                 address,

@@ -143,18 +143,43 @@ pub struct Write<'a> {
 ///
 /// # Errors
 ///
-/// [`LeaseError::UnsupportedUrl`] for another scheme, or one whose feature is
-/// off; [`LeaseError::InvalidUrl`] for a URL the client cannot parse.
+/// [`LeaseError::UnsupportedUrl`] for another scheme,
+/// [`LeaseError::FeatureOff`] for one whose feature is off, and
+/// [`LeaseError::InvalidUrl`] for a URL the client cannot parse.
 pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
-    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
-    match scheme {
+    // Schemes are case-insensitive (RFC 3986, section 3.1).
+    let scheme = url
+        .split_once("://")
+        .map_or("", |(scheme, _)| scheme)
+        .to_ascii_lowercase();
+    match scheme.as_str() {
         #[cfg(feature = "postgres")]
         "postgres" | "postgresql" => Ok(Arc::new(super::PostgresRegistry::new(url)?)),
+        #[cfg(not(feature = "postgres"))]
+        "postgres" | "postgresql" => Err(LeaseError::FeatureOff {
+            scheme,
+            feature: "postgres",
+        }),
         #[cfg(feature = "redis")]
         "redis" => Ok(Arc::new(super::RedisRegistry::new(url)?)),
-        _ => Err(LeaseError::UnsupportedUrl {
-            scheme: scheme.to_owned(),
+        #[cfg(not(feature = "redis"))]
+        "redis" => Err(LeaseError::FeatureOff {
+            scheme,
+            feature: "redis",
         }),
+        _ => Err(LeaseError::UnsupportedUrl { scheme }),
+    }
+}
+
+/// `url` with its scheme in lower case: schemes are case-insensitive
+/// (RFC 3986), and not every client knows it.
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) fn lowercase_scheme(url: &str) -> std::borrow::Cow<'_, str> {
+    match url.split_once("://") {
+        Some((scheme, rest)) if scheme.bytes().any(|b| b.is_ascii_uppercase()) => {
+            format!("{}://{rest}", scheme.to_ascii_lowercase()).into()
+        }
+        _ => url.into(),
     }
 }
 

@@ -1,0 +1,91 @@
+//! What a registry says when its server refuses: each message names the
+//! cause and what to do. Against the real servers (`scripts/services.sh`).
+
+#![cfg(any(feature = "postgres", feature = "redis"))]
+
+mod common;
+
+use common::backend::Backend;
+use flakegen::lease::{Expect, LeaseError, Registry, Write};
+
+/// `url` with its user name, password and database replaced.
+fn as_user(url: &str, userinfo: &str, database: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host = host.split_once('/').map_or(host, |(host, _)| host);
+    format!("{scheme}://{userinfo}{host}/{database}")
+}
+
+/// Every storage step, so each path to the server is asked once.
+fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
+    let write = Write {
+        holder: "h",
+        version: 1,
+        ttl_ms: 1_000,
+        fence_ms: 1,
+    };
+    let expect = Expect {
+        marker_ms: 0,
+        version: None,
+    };
+    vec![
+        registry.read("errors", 4).unwrap_err(),
+        registry.mark("errors").unwrap_err(),
+        registry.swap("errors", 0, expect, &write).unwrap_err(),
+    ]
+}
+
+/// An application role that may not create tables (PostgreSQL 15's default
+/// for the public schema) is told how to have the table made for it.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_role_that_may_not_create_the_table_is_told_how_to_get_it() {
+    let admin_url = Backend::Postgres.url();
+    let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+    let database = format!("flakegen_forbidden_{}", std::process::id());
+    admin
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"))
+        .unwrap();
+    admin
+        .batch_execute("DROP ROLE IF EXISTS flakegen_app")
+        .unwrap();
+    admin
+        .batch_execute("CREATE ROLE flakegen_app LOGIN PASSWORD 'app'")
+        .unwrap();
+    admin
+        .batch_execute(&format!("CREATE DATABASE {database}"))
+        .unwrap();
+
+    let url = as_user(&admin_url, "flakegen_app:app@", &database);
+    let registry = flakegen::lease::PostgresRegistry::new(&url).unwrap();
+    for e in every_step(&registry) {
+        assert!(matches!(e, LeaseError::Forbidden { .. }), "{e:?}");
+        let message = e.to_string();
+        assert!(message.contains("permission denied"), "{message}");
+        assert!(message.contains("PostgresRegistry::DDL"), "{message}");
+        assert!(
+            message.contains("GRANT SELECT, INSERT, UPDATE ON flakegen_leases"),
+            "{message}"
+        );
+    }
+    drop(registry);
+    admin
+        .batch_execute(&format!("DROP DATABASE {database} WITH (FORCE)"))
+        .unwrap();
+    admin.batch_execute("DROP ROLE flakegen_app").unwrap();
+}
+
+/// A Redis that needs a password, given none, says so, whichever command
+/// meets the refusal first (a long one is refused as a protocol error).
+#[cfg(feature = "redis")]
+#[test]
+fn a_redis_that_wants_a_password_says_so() {
+    let url = as_user(&Backend::Redis.url(), "", "0");
+    let registry = flakegen::lease::RedisRegistry::new(&url).unwrap();
+    for e in every_step(&registry) {
+        assert!(matches!(e, LeaseError::Unauthorized { .. }), "{e:?}");
+        let message = e.to_string();
+        assert!(message.contains("password in the URL"), "{message}");
+        assert!(message.contains("redis://:password@host"), "{message}");
+    }
+}
