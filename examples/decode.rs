@@ -27,9 +27,10 @@ use flakegen::{Builder, Error, Layout, Snowflake, Strategy, worker};
 struct Args {
     /// IDs to decode; with none, generate IDs instead.
     ids: Vec<String>,
-    /// Layout to generate or decode with: twitter, discord, sonyflake or instagram.
+    /// Layout to generate or decode with: twitter, discord, sonyflake or
+    /// instagram, or a custom layout's fields (worker_bits=8,sequence_bits=14,...).
     #[arg(long, default_value = "twitter")]
-    layout: String,
+    layout: Layout,
     /// Strategy to generate with: atomic, mutex or ticker; with none, each in turn.
     #[arg(long)]
     strategy: Option<Strategy>,
@@ -95,16 +96,6 @@ impl Line<'_> {
     }
 }
 
-fn layout_named(name: &str) -> Option<Layout> {
-    match name.to_ascii_lowercase().as_str() {
-        "twitter" => Some(Layout::TWITTER),
-        "discord" => Some(Layout::DISCORD),
-        "sonyflake" => Some(Layout::SONYFLAKE),
-        "instagram" => Some(Layout::INSTAGRAM),
-        _ => None,
-    }
-}
-
 fn line<'a>(layout: &Layout, id: Snowflake, source: (&'a str, &'a str)) -> Result<Line<'a>, Error> {
     let fields = layout.decode(id)?;
     Ok(Line {
@@ -163,13 +154,7 @@ fn generate(args: &Args, layout: Layout, worker: u64) -> Result<(), Error> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let Some(layout) = layout_named(&args.layout) else {
-        eprintln!(
-            "error: unknown layout {:?}: use twitter, discord, sonyflake or instagram",
-            args.layout
-        );
-        return ExitCode::FAILURE;
-    };
+    let layout = args.layout;
     if args.ids.is_empty() {
         let worker = match worker_id(&args, &layout) {
             Ok((worker, source)) => {
@@ -189,7 +174,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let name = args.layout.to_ascii_lowercase();
+    let name = layout.to_string();
     let mut status = ExitCode::SUCCESS;
     for text in &args.ids {
         match text

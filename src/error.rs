@@ -422,6 +422,59 @@ impl fmt::Display for ParseIdError {
 
 impl std::error::Error for ParseIdError {}
 
+/// Text that names no [`Layout`](crate::Layout): see its
+/// [`FromStr`](crate::Layout#impl-FromStr-for-Layout) for the forms it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParseLayoutError {
+    /// A single word that is no preset's name.
+    UnknownPreset,
+    /// A part of a custom layout that is not `key=value`.
+    NotAPair,
+    /// A key that is no field of a layout.
+    UnknownKey,
+    /// A value that does not fit its key.
+    BadValue {
+        /// The key.
+        key: &'static str,
+    },
+    /// The fields do not make a valid layout.
+    Invalid(LayoutError),
+}
+
+impl fmt::Display for ParseLayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const FORM: &str = "a preset (twitter, discord, sonyflake, instagram) or fields such as \
+             \"timestamp_bits=41,worker_bits=10,sequence_bits=12,unit=1ms,\
+             epoch_unix_millis=1288834974657,field_order=worker-sequence\"";
+        match self {
+            ParseLayoutError::UnknownPreset => write!(f, "unknown layout: expected {FORM}"),
+            ParseLayoutError::NotAPair => {
+                write!(f, "a layout's fields are key=value pairs: expected {FORM}")
+            }
+            ParseLayoutError::UnknownKey => write!(f, "unknown layout field: expected {FORM}"),
+            ParseLayoutError::BadValue { key } => {
+                let expected = match *key {
+                    "unit" => "a whole number of ns, us, ms or s, such as 10ms",
+                    "field_order" => "worker-sequence or sequence-worker",
+                    _ => "a whole number",
+                };
+                write!(f, "bad value for layout field {key}: expected {expected}")
+            }
+            ParseLayoutError::Invalid(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ParseLayoutError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ParseLayoutError::Invalid(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// Why a [`Layout`](crate::Layout) was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -622,6 +675,8 @@ umbrella! {
         ParseId(ParseIdError),
         /// A string was not a strategy's name.
         ParseStrategy(ParseStrategyError),
+        /// A string was not a layout.
+        ParseLayout(ParseLayoutError),
         /// No worker id could be read from the deployment.
         Worker(WorkerError),
         /// A lease registry failed.

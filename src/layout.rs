@@ -337,6 +337,11 @@ impl Layout {
         UNIX_EPOCH + Duration::from_nanos(self.epoch_unix_nanos)
     }
 
+    /// [`epoch`](Self::epoch) in milliseconds since 1970, as the builder takes it.
+    pub const fn epoch_unix_millis(&self) -> u64 {
+        self.epoch_unix_nanos / NANOS_PER_MILLI
+    }
+
     /// The largest timestamp (units since the epoch) the layout can hold.
     pub const fn max_timestamp(&self) -> u64 {
         mask(self.timestamp_bits)

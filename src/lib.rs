@@ -159,6 +159,7 @@ mod error;
 mod generator;
 mod id;
 mod layout;
+mod layout_text;
 pub mod lease;
 #[cfg(feature = "serde")]
 pub mod serde;
@@ -169,8 +170,8 @@ pub mod worker;
 
 pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SyscallClock, SystemClock};
 pub use self::error::{
-    BuildError, Error, Field, IdError, IssueError, LayoutError, ParseIdError, ParseStrategyError,
-    WorkerError, WorkerOrigin,
+    BuildError, Error, Field, IdError, IssueError, LayoutError, ParseIdError, ParseLayoutError,
+    ParseStrategyError, WorkerError, WorkerOrigin,
 };
 #[cfg(feature = "tokio")]
 pub use self::generator::AsyncIdGenerator;

@@ -1,4 +1,28 @@
-//! Serde support for [`Snowflake`] (feature `serde`).
+//! Serde support for [`Snowflake`], [`Layout`] and [`Strategy`] (feature `serde`).
+//!
+//! A [`Layout`] in a configuration file is a preset's name (`"twitter"`),
+//! or, in human-readable formats, a custom layout's fields as a map:
+//!
+//! ```
+//! # #[cfg(feature = "serde")] {
+//! use flakegen::{Layout, Strategy};
+//!
+//! #[derive(serde::Deserialize)]
+//! struct Ids { layout: Layout, strategy: Strategy }
+//!
+//! let preset: Ids = serde_json::from_str(r#"{"layout": "sonyflake", "strategy": "ticker"}"#).unwrap();
+//! assert_eq!(preset.layout, Layout::SONYFLAKE);
+//! let custom: Ids = serde_json::from_str(
+//!     r#"{"layout": {"worker_bits": 8, "sequence_bits": 14, "unit": "1ms"}, "strategy": "atomic"}"#,
+//! ).unwrap();
+//! assert_eq!(custom.layout.max_worker(), 255);
+//! assert_eq!(custom.strategy, Strategy::Atomic);
+//! # }
+//! ```
+//!
+//! Binary formats hold a layout as its text form (see
+//! [`Layout`'s `Display`](Layout#impl-Display-for-Layout)). Every field left
+//! out takes [`Layout::builder`]'s default (Twitter's).
 //!
 //! By default a `Snowflake` serialises as a **decimal string** in
 //! human-readable formats (JSON, YAML, TOML), so that browsers cannot corrupt
@@ -32,7 +56,10 @@ use ::serde::de::{self, Deserializer, Visitor};
 use ::serde::ser::Serializer;
 use ::serde::{Deserialize, Serialize};
 
+use crate::generator::Strategy;
 use crate::id::Snowflake;
+use crate::layout::Layout;
+use crate::layout_text::UnitText;
 
 impl Serialize for Snowflake {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -73,6 +100,110 @@ impl Visitor<'_> for SnowflakeVisitor {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Snowflake, E> {
+        v.parse().map_err(E::custom)
+    }
+}
+
+impl Serialize for Strategy {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Strategy {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(FromText::<Strategy>::new(
+            "a strategy: atomic, mutex or ticker",
+        ))
+    }
+}
+
+impl Serialize for Layout {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use ::serde::ser::SerializeMap;
+        if self.preset_name().is_some() || !serializer.is_human_readable() {
+            return serializer.collect_str(self);
+        }
+        let mut map = serializer.serialize_map(Some(6))?;
+        map.serialize_entry("timestamp_bits", &self.timestamp_bits())?;
+        map.serialize_entry("worker_bits", &self.worker_bits())?;
+        map.serialize_entry("sequence_bits", &self.sequence_bits())?;
+        // Spelled as in the text form, which reads them back.
+        map.serialize_entry("unit", &UnitText(self.unit()).to_string())?;
+        map.serialize_entry("epoch_unix_millis", &self.epoch_unix_millis())?;
+        map.serialize_entry("field_order", self.field_order().name())?;
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Layout {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_any(LayoutVisitor)
+        } else {
+            deserializer.deserialize_str(LayoutVisitor)
+        }
+    }
+}
+
+/// A preset's name or the text form, or (human-readable formats) a map of fields.
+struct LayoutVisitor;
+
+impl<'de> Visitor<'de> for LayoutVisitor {
+    type Value = Layout;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a layout: a preset's name, or a map of its fields")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Layout, E> {
+        v.parse().map_err(E::custom)
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Layout, A::Error> {
+        // The map is read as the text form's pairs, so both share one parser.
+        let mut text = String::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = match key.as_str() {
+                "unit" | "field_order" => map.next_value::<String>()?,
+                _ => map.next_value::<u64>()?.to_string(),
+            };
+            if !text.is_empty() {
+                text.push(',');
+            }
+            text.push_str(&format!("{key}={value}"));
+        }
+        if text.is_empty() {
+            // No fields at all: every default.
+            return Ok(Layout::builder().build_const());
+        }
+        text.parse().map_err(de::Error::custom)
+    }
+}
+
+/// Any type read from its text form.
+struct FromText<T> {
+    expecting: &'static str,
+    _type: core::marker::PhantomData<T>,
+}
+
+impl<T> FromText<T> {
+    fn new(expecting: &'static str) -> Self {
+        FromText {
+            expecting,
+            _type: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: core::str::FromStr<Err: fmt::Display>> Visitor<'_> for FromText<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
         v.parse().map_err(E::custom)
     }
 }
