@@ -119,6 +119,19 @@
 //! [`LayoutError`], [`IdError`], [`ParseIdError`] and [`WorkerError`].
 //! [`Error`] converts from all of them, for one type behind `?`.
 //!
+//! # Features
+//!
+//! None is on by default; each adds one thing and pulls in only what it needs.
+//!
+//! | feature | adds | pulls in |
+//! |---|---|---|
+//! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON), `Layout` (a preset's name, or its fields) and [`Strategy`]: [the `serde` module](crate::serde) | `serde` |
+//! | `postgres` | worker-id leases in a PostgreSQL table (`lease::PostgresRegistry`); [`Snowflake`] as a `BIGINT` for the `postgres` crates (`sql`) | `tokio-postgres`, a small `tokio` runtime driven by the lease's thread |
+//! | `redis` | worker-id leases in Redis (`lease::RedisRegistry`) | `redis`, the same small runtime |
+//! | `tokio` | `AsyncIdGenerator` (`next_id_async`), `Builder::build_async`, `Release::wait_async`: every wait a tokio sleep | `tokio` (timer only) |
+//!
+//! Items that need a feature say so on docs.rs.
+//!
 //! # Caveats
 //!
 //! ## One worker id, one generator
@@ -152,6 +165,8 @@
 //! and calls are rare, timestamps stay at the last published unit until a
 //! caller uses up its sequence and reads the clock itself. Uniqueness and
 //! order are never affected.
+
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod clock;
 mod divisor;

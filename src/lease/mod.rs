@@ -188,5 +188,5 @@ pub use self::registry::{Expect, Record, Registry, Snapshot, Write, connect};
 pub use self::settings::{DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
 
 /// How long connecting to a registry, or one request once connected, may
-/// take before it counts as unreachable, measured on the client.
+/// take before it counts as unreachable, measured on the client: 3 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);

@@ -10,12 +10,12 @@ use super::fence::millis;
 use super::protocol::Terms;
 use crate::layout::Layout;
 
-/// The default of [`Lease::ttl`].
+/// The default of [`Lease::ttl`]: 10 s.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
-/// The default of [`Lease::skew`].
+/// The default of [`Lease::skew`]: 2 s.
 pub const DEFAULT_SKEW: Duration = Duration::from_secs(2);
 
-/// The shortest TTL a lease accepts. Renewals must keep up with it on a busy
+/// The shortest TTL a lease accepts: 100 ms. Renewals must keep up with it on a busy
 /// machine: each must be confirmed within two thirds of the TTL, and it is a
 /// round trip to the registry made by a thread that can wake late.
 ///
