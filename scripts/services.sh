@@ -16,16 +16,26 @@
 # Only `export NAME=value` lines go to stdout, so `eval` can take them, as
 # with ssh-agent. Everything else goes to stderr.
 #
+# TLS: a throwaway CA (openssl) signs a certificate for 127.0.0.1 and
+# localhost. PostgreSQL takes TLS on its port, and requires it of the role
+# flakegen_tls; Redis takes TLS only, on a port of its own. A second CA signs
+# nothing: the tests' unknown CA. `start` exports the TLS URLs and
+# FLAKEGEN_TEST_OTHER_CA too.
+#
 # Settings (environment): FLAKEGEN_SERVICES_DIR (default /tmp/flakegen-services),
-# FLAKEGEN_PG_PORT (55432), FLAKEGEN_REDIS_PORT (56379).
+# FLAKEGEN_PG_PORT (55432), FLAKEGEN_REDIS_PORT (56379), FLAKEGEN_REDIS_TLS_PORT (56380).
 set -euo pipefail
 
 dir=${FLAKEGEN_SERVICES_DIR:-/tmp/flakegen-services}
 pg_port=${FLAKEGEN_PG_PORT:-55432}
 redis_port=${FLAKEGEN_REDIS_PORT:-56379}
+redis_tls_port=${FLAKEGEN_REDIS_TLS_PORT:-56380}
 password=flakegen-test
+tls="$dir/tls"
 pg_url="postgres://flakegen:$password@127.0.0.1:$pg_port/postgres"
 redis_url="redis://:$password@127.0.0.1:$redis_port/0"
+pg_tls_url="postgres://flakegen_tls:$password@127.0.0.1:$pg_port/postgres?sslmode=verify-full&sslrootcert=$tls/ca.crt"
+redis_tls_url="rediss://:$password@127.0.0.1:$redis_tls_port/0?sslrootcert=$tls/ca.crt"
 
 say() { printf 'services: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -58,12 +68,35 @@ as_postgres() {
   fi
 }
 
+# The CA, the server's certificate and key, and the CA that signs nothing.
+make_certs() {
+  [ -f "$tls/server.crt" ] && return
+  command -v openssl >/dev/null || install openssl
+  mkdir -p "$tls"
+  say "making a throwaway CA and server certificate in $tls"
+  (
+    cd "$tls"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=flakegen test CA" \
+      -keyout ca.key -out ca.crt
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' > san.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 7 \
+      -extfile san.ext -out server.crt
+    openssl req -x509 -newkey rsa:2048 -nodes -days 7 -subj "/CN=flakegen unknown CA" \
+      -keyout other-ca.key -out other-ca.crt
+  ) >/dev/null 2>&1 || die "openssl could not make the test certificates"
+  chmod 600 "$tls/server.key"
+  chown -R postgres: "$tls" 2>/dev/null || true
+  chmod 755 "$tls"
+  chmod 644 "$tls"/*.crt
+}
+
 port_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 start_postgres() {
-  local bin data="$dir/postgres"
+  local bin data="$dir/postgres" fresh=
   bin=$(pg_bin) || { install postgresql; bin=$(pg_bin) || die "no initdb after installing postgresql"; }
   if [ -f "$data/postmaster.pid" ] && as_postgres "$bin/pg_ctl" status -D "$data" >/dev/null 2>&1; then
     say "postgres already running on port $pg_port"
@@ -79,11 +112,24 @@ start_postgres() {
     as_postgres "$bin/initdb" -D "$data" -U flakegen --pwfile="$dir/pgpass" \
       --auth=scram-sha-256 --no-sync >/dev/null
     rm -f "$dir/pgpass"
+    # The role flakegen_tls may only connect over TLS.
+    { printf 'hostnossl all flakegen_tls 127.0.0.1/32 reject\n'
+      printf 'hostssl all flakegen_tls 127.0.0.1/32 scram-sha-256\n'
+      cat "$data/pg_hba.conf"; } > "$data/pg_hba.new"
+    mv "$data/pg_hba.new" "$data/pg_hba.conf"
+    chown postgres: "$data/pg_hba.conf" 2>/dev/null || true
+    fresh=1
   fi
   say "starting postgres on 127.0.0.1:$pg_port"
   as_postgres "$bin/pg_ctl" start -D "$data" -w -t 30 -l "$dir/postgres.log" \
-    -o "-p $pg_port -k $data -c listen_addresses=127.0.0.1 -c fsync=off" >/dev/null ||
+    -o "-p $pg_port -k $data -c listen_addresses=127.0.0.1 -c fsync=off -c ssl=on \
+        -c ssl_cert_file=$tls/server.crt -c ssl_key_file=$tls/server.key" >/dev/null ||
     { tail -20 "$dir/postgres.log" >&2; die "postgres did not start"; }
+  if [ -n "${fresh:-}" ]; then
+    PGPASSWORD=$password "$bin/psql" -q -h 127.0.0.1 -p "$pg_port" -U flakegen -d postgres \
+      -c "CREATE ROLE flakegen_tls LOGIN SUPERUSER PASSWORD '$password'" >/dev/null ||
+      die "could not create the role flakegen_tls"
+  fi
 }
 
 stop_postgres() {
@@ -104,7 +150,10 @@ start_redis() {
   port_free "$redis_port" || die "port $redis_port is taken: set FLAKEGEN_REDIS_PORT"
   mkdir -p "$dir"
   say "starting redis on 127.0.0.1:$redis_port (no persistence)"
+  port_free "$redis_tls_port" || die "port $redis_tls_port is taken: set FLAKEGEN_REDIS_TLS_PORT"
   redis-server --bind 127.0.0.1 --port "$redis_port" --requirepass "$password" \
+    --tls-port "$redis_tls_port" --tls-cert-file "$tls/server.crt" \
+    --tls-key-file "$tls/server.key" --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no \
     --save '' --appendonly no --daemonize yes --dir "$dir" \
     --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
   for _ in $(seq 500); do
@@ -157,8 +206,18 @@ case "$which" in all | postgres | redis) ;; *) die "unknown service $which: use 
 case "$command" in
   start)
     mkdir -p "$dir"
-    if [ "$which" != redis ]; then start_postgres; echo "export FLAKEGEN_TEST_POSTGRES_URL=$pg_url"; fi
-    if [ "$which" != postgres ]; then start_redis; echo "export FLAKEGEN_TEST_REDIS_URL=$redis_url"; fi
+    make_certs
+    echo "export FLAKEGEN_TEST_OTHER_CA=$tls/other-ca.crt"
+    if [ "$which" != redis ]; then
+      start_postgres
+      echo "export FLAKEGEN_TEST_POSTGRES_URL=$pg_url"
+      echo "export FLAKEGEN_TEST_POSTGRES_TLS_URL='$pg_tls_url'"
+    fi
+    if [ "$which" != postgres ]; then
+      start_redis
+      echo "export FLAKEGEN_TEST_REDIS_URL=$redis_url"
+      echo "export FLAKEGEN_TEST_REDIS_TLS_URL='$redis_tls_url'"
+    fi
     ;;
   crash)
     [ "$which" = redis ] || die "only redis can be crashed: use stop and start for postgres"

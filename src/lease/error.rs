@@ -49,6 +49,23 @@ pub enum LeaseError {
         /// What the client reported.
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
+    /// TLS with the server failed: its certificate was refused, or the
+    /// handshake failed.
+    Tls {
+        /// The server's address.
+        address: String,
+        /// What TLS reported.
+        reason: String,
+    },
+    /// The server wants TLS, and the URL did not ask for it (or the server
+    /// closed the connection without an answer, as a TLS-only port does to a
+    /// client that speaks plain text).
+    TlsRequired {
+        /// The server's address.
+        address: String,
+        /// What the server or the client said.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// The server refused the credentials.
     Unauthorized {
         /// The server's address.
@@ -145,6 +162,19 @@ impl fmt::Display for LeaseError {
                 "lease registry at {address} is unreachable ({source}): check that the server \
                  runs and the address is right"
             ),
+            LeaseError::Tls { address, reason } => write!(
+                f,
+                "TLS with the lease registry at {address} failed ({reason}): check the CA file \
+                 (sslrootcert=<file> in the URL; the system's CAs without one), that the \
+                 server's certificate names the host in the URL (or use sslmode=verify-ca), \
+                 and that the server takes TLS on this port"
+            ),
+            LeaseError::TlsRequired { address, source } => write!(
+                f,
+                "lease registry at {address} turned away a connection without TLS ({source}): \
+                 if the server wants TLS, use rediss:// for Redis, or add sslmode=verify-full \
+                 (with sslrootcert=<CA file>) to a postgres:// URL"
+            ),
             LeaseError::Unauthorized { address, source } => write!(
                 f,
                 "lease registry at {address} refused the credentials ({source}): check the \
@@ -213,6 +243,7 @@ impl std::error::Error for LeaseError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             LeaseError::Unreachable { source, .. }
+            | LeaseError::TlsRequired { source, .. }
             | LeaseError::Unauthorized { source, .. }
             | LeaseError::Forbidden { source, .. }
             | LeaseError::Server { source, .. } => Some(&**source),

@@ -173,6 +173,8 @@ mod registry;
 mod remote;
 mod settings;
 mod slot;
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod tls;
 
 pub(crate) use self::acquire::{Acquired, Limits, Pending, Refused};
 pub use self::error::LeaseError;

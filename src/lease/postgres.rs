@@ -4,10 +4,13 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls, Row};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::remote::{Connected, Failure, Remote};
+use super::tls::{self, Verify};
 use super::{DEFAULT_TIMEOUT, Expect, LeaseError, Record, Registry, Snapshot, Write};
 
 /// Worker-id leases kept in a PostgreSQL table, `flakegen_leases`, which is
@@ -53,6 +56,8 @@ use super::{DEFAULT_TIMEOUT, Expect, LeaseError, Record, Registry, Snapshot, Wri
 /// ```
 pub struct PostgresRegistry {
     config: Config,
+    /// `None` for `sslmode=disable`.
+    tls: Option<MakeRustlsConnect>,
     remote: Remote<Arc<Client>>,
 }
 
@@ -81,14 +86,54 @@ impl PostgresRegistry {
     /// A registry at `url` (`postgres://user:password@host:port/database`).
     /// Nothing is sent until the first call.
     ///
+    /// TLS (rustls) as libpq takes it, in the URL's query: `sslmode=disable`,
+    /// `allow` or `prefer` (the default: TLS if the server offers it,
+    /// unverified), `require` (TLS, unverified; with a CA file, the chain is
+    /// verified), `verify-ca` (the chain), `verify-full` (the chain and the
+    /// host name); `sslrootcert=<PEM file>` names the CAs to trust, the
+    /// system's otherwise. A managed database wants
+    /// `?sslmode=verify-full&sslrootcert=/path/to/its-ca.pem`.
+    ///
     /// # Errors
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
         let url = super::registry::lowercase_scheme(url);
+        // libpq's TLS parameters, some of which the client does not know.
+        let (url, params) = tls::take_params(&url, &["sslmode", "sslrootcert"]);
+        let param = |name| {
+            params
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let ca_file = param("sslrootcert").map(std::path::Path::new);
+        let (ssl_mode, verify) = match param("sslmode").unwrap_or("prefer") {
+            "disable" => (SslMode::Disable, None),
+            "allow" | "prefer" => (SslMode::Prefer, Some(Verify::Nothing)),
+            // As libpq: with a CA file, `require` checks the chain.
+            "require" if ca_file.is_some() => (SslMode::Require, Some(Verify::Chain)),
+            "require" => (SslMode::Require, Some(Verify::Nothing)),
+            "verify-ca" => (SslMode::Require, Some(Verify::Chain)),
+            "verify-full" => (SslMode::Require, Some(Verify::Full)),
+            other => {
+                return Err(LeaseError::InvalidUrl {
+                    reason: format!(
+                        "sslmode={other} is none of disable, allow, prefer, require, \
+                         verify-ca, verify-full"
+                    ),
+                });
+            }
+        };
+        let tls = verify
+            .map(|verify| tls::client_config(verify, ca_file))
+            .transpose()
+            .map_err(|reason| LeaseError::InvalidUrl { reason })?
+            .map(MakeRustlsConnect::new);
         let mut config: Config = url.parse().map_err(|e| LeaseError::InvalidUrl {
             reason: format!("{e}"),
         })?;
+        config.ssl_mode(ssl_mode);
         // The client takes any text for a host name, and reports one that
         // cannot be as a failed connection: say it here, for what it is.
         for host in config.get_hosts() {
@@ -125,6 +170,7 @@ impl PostgresRegistry {
         let port = config.get_ports().first().copied().unwrap_or(5432);
         Ok(PostgresRegistry {
             config,
+            tls,
             remote: Remote::new(format!("{host}:{port}"))?,
         })
     }
@@ -136,12 +182,28 @@ impl PostgresRegistry {
         T: Send,
         F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
     {
-        let config = &self.config;
+        let (config, tls) = (&self.config, &self.tls);
         let open = || async move {
-            let (client, connection) = config.connect(NoTls).await?;
-            let driver = Remote::<Arc<Client>>::spawn(async move {
-                let _ = connection.await;
-            });
+            let (client, driver) = match tls {
+                Some(tls) => {
+                    let (client, connection) = config.connect(tls.clone()).await?;
+                    (
+                        client,
+                        Remote::<Arc<Client>>::spawn(async move {
+                            let _ = connection.await;
+                        }),
+                    )
+                }
+                None => {
+                    let (client, connection) = config.connect(NoTls).await?;
+                    (
+                        client,
+                        Remote::<Arc<Client>>::spawn(async move {
+                            let _ = connection.await;
+                        }),
+                    )
+                }
+            };
             create_table(&client).await?;
             Ok(Connected {
                 client: Arc::new(client),
@@ -161,6 +223,9 @@ impl PostgresRegistry {
         // The server's own words ("password authentication failed for user
         // ..."), not the client's "db error".
         let Some(db) = e.as_db_error() else {
+            if let Some(reason) = tls::tls_failure(&e) {
+                return LeaseError::Tls { address, reason };
+            }
             // No SQLSTATE: the connection itself failed.
             return LeaseError::Unreachable {
                 address,
@@ -169,7 +234,12 @@ impl PostgresRegistry {
         };
         let source = Arc::new(db.clone());
         let code = db.code();
-        if *code == SqlState::INVALID_PASSWORD
+        if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+            && db.message().contains("no encryption")
+        {
+            // pg_hba.conf takes this role over TLS only.
+            LeaseError::TlsRequired { address, source }
+        } else if *code == SqlState::INVALID_PASSWORD
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
         {
             LeaseError::Unauthorized { address, source }

@@ -4,10 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use redis::aio::MultiplexedConnection;
-use redis::{Client, ErrorKind, RedisError, Script, Value};
+use redis::{Client, ErrorKind, RedisError, Script, TlsCertificates, Value};
 
 use super::error::said;
 use super::remote::{Connected, Failure, Remote};
+use super::tls;
 use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
 
 /// Worker-id leases kept in Redis: a hash per worker id and a marker per
@@ -147,13 +148,38 @@ impl RedisRegistry {
     /// A registry at `url` (`redis://:password@host:port/db`). Nothing is
     /// sent until the first call.
     ///
+    /// TLS (rustls): `rediss://`, verifying the server's certificate and host
+    /// name against the system's CAs, or against those in the PEM file
+    /// `?sslrootcert=<file>` names.
+    ///
     /// # Errors
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        let client = Client::open(url).map_err(|e| LeaseError::InvalidUrl {
-            reason: e.to_string(),
-        })?;
+        let invalid = |reason: String| LeaseError::InvalidUrl { reason };
+        let (url, params) = tls::take_params(url, &["sslrootcert"]);
+        let over_tls = url.to_ascii_lowercase().starts_with("rediss://");
+        if over_tls {
+            tls::ensure_default_provider();
+        }
+        let client = match params.first() {
+            Some(_) if !over_tls => {
+                return Err(invalid(
+                    "a CA file (sslrootcert=) is for TLS: use a rediss:// URL".to_owned(),
+                ));
+            }
+            Some((_, ca_file)) => {
+                let root_cert = std::fs::read(ca_file)
+                    .map_err(|e| invalid(format!("cannot read the CA file {ca_file} ({e})")))?;
+                let certificates = TlsCertificates {
+                    client_tls: None,
+                    root_cert: Some(root_cert),
+                };
+                Client::build_with_tls(url.as_str(), certificates)
+            }
+            None => Client::open(url.as_str()),
+        };
+        let client = client.map_err(|e| invalid(e.to_string()))?;
         let address = client.get_connection_info().addr.to_string();
         Ok(RedisRegistry {
             client,
@@ -211,6 +237,20 @@ impl RedisRegistry {
                     "maxmemory-policy {policy} may evict lease records, which would let two \
                      holders share an id: set maxmemory-policy to noeviction"
                 )),
+            };
+        }
+        if let Some(reason) = tls::tls_failure(&e) {
+            return LeaseError::Tls { address, reason };
+        }
+        let plain = !matches!(
+            self.client.get_connection_info().addr,
+            redis::ConnectionAddr::TcpTls { .. }
+        );
+        if plain && e.is_connection_dropped() {
+            // A TLS-only port closes a connection that speaks plain text.
+            return LeaseError::TlsRequired {
+                address,
+                source: Arc::new(e),
             };
         }
         if e.is_io_error()

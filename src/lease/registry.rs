@@ -137,7 +137,10 @@ pub struct Write<'a> {
 }
 
 /// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
-/// with the `postgres` feature, `redis://` with the `redis` feature.
+/// with the `postgres` feature, `redis://` (or `rediss://`, with TLS) with
+/// the `redis` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a
+/// PostgreSQL URL, as libpq takes them; `rediss://`, and `sslrootcert=` too,
+/// for Redis. Without a CA file, the system's CAs are trusted.
 ///
 /// Nothing is sent until the first acquisition.
 ///
@@ -161,9 +164,9 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
             feature: "postgres",
         }),
         #[cfg(feature = "redis")]
-        "redis" => Ok(Arc::new(super::RedisRegistry::new(url)?)),
+        "redis" | "rediss" => Ok(Arc::new(super::RedisRegistry::new(url)?)),
         #[cfg(not(feature = "redis"))]
-        "redis" => Err(LeaseError::FeatureOff {
+        "redis" | "rediss" => Err(LeaseError::FeatureOff {
             scheme,
             feature: "redis",
         }),

@@ -36,19 +36,40 @@ impl Backend {
     /// The test server's URL; fails, saying how to start the servers, when
     /// it is not set: the tests never pass by skipping.
     pub fn url(self) -> String {
-        let var = match self {
+        match self {
             #[cfg(feature = "postgres")]
-            Backend::Postgres => "FLAKEGEN_TEST_POSTGRES_URL",
+            Backend::Postgres => env("FLAKEGEN_TEST_POSTGRES_URL"),
             #[cfg(feature = "redis")]
-            Backend::Redis => "FLAKEGEN_TEST_REDIS_URL",
-        };
-        std::env::var(var).unwrap_or_else(|_| {
-            panic!(
-                "{var} is not set: start the test servers with \
-                 `eval \"$(scripts/services.sh start)\"` (or run without the feature)"
-            )
-        })
+            Backend::Redis => env("FLAKEGEN_TEST_REDIS_URL"),
+        }
     }
+
+    /// The test server's URL over TLS, verified against the test CA: a role
+    /// that PostgreSQL takes over TLS only; Redis's TLS-only port.
+    pub fn tls_url(self) -> String {
+        match self {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => env("FLAKEGEN_TEST_POSTGRES_TLS_URL"),
+            #[cfg(feature = "redis")]
+            Backend::Redis => env("FLAKEGEN_TEST_REDIS_TLS_URL"),
+        }
+    }
+}
+
+/// A CA that signed nothing the test servers use.
+pub fn unknown_ca() -> String {
+    env("FLAKEGEN_TEST_OTHER_CA")
+}
+
+/// A variable `scripts/services.sh start` exports; fails, saying how to
+/// start the servers, when it is not set: the tests never pass by skipping.
+fn env(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set: start the test servers with \
+             `eval \"$(scripts/services.sh start)\"` (or run without the feature)"
+        )
+    })
 }
 
 impl Backend {

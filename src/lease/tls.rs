@@ -1,0 +1,303 @@
+//! TLS to a registry server, with rustls: how much of the server's
+//! certificate to check (PostgreSQL; the Redis client checks its own), which
+//! CAs to trust, and what a failure means.
+
+use rustls::Error as TlsError;
+use rustls::crypto::CryptoProvider;
+
+#[cfg(feature = "postgres")]
+pub(crate) use self::config::{Verify, client_config};
+
+/// Makes `ring` the process's default provider if there is none: clients
+/// that build their own configuration (Redis's) need one.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+pub(crate) fn ensure_default_provider() {
+    if CryptoProvider::get_default().is_none() {
+        // Another thread may have installed one meanwhile: that one stays.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// The client configuration for PostgreSQL's `sslmode`s.
+#[cfg(feature = "postgres")]
+mod config {
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use rustls::client::WebPkiServerVerifier;
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{
+        CertificateError, ClientConfig, DigitallySignedStruct, Error as TlsError, RootCertStore,
+        SignatureScheme,
+    };
+
+    /// How much of the server's certificate is checked, by libpq's names.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Verify {
+        /// `require` (and `prefer`): encrypted, the certificate unchecked.
+        Nothing,
+        /// `verify-ca`: signed by a trusted CA, for any host name.
+        Chain,
+        /// `verify-full`: signed by a trusted CA, for the host in the URL.
+        Full,
+    }
+
+    /// The crypto flakegen uses, whatever other crates enable.
+    fn provider() -> Arc<CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    /// The CAs to trust: those in `ca_file` (PEM), or the system's.
+    fn roots(ca_file: Option<&Path>) -> Result<RootCertStore, String> {
+        let mut roots = RootCertStore::empty();
+        match ca_file {
+            Some(path) => {
+                let unreadable = |e: &dyn std::fmt::Display| {
+                    format!("cannot read the CA file {} ({e})", path.display())
+                };
+                for cert in CertificateDer::pem_file_iter(path).map_err(|e| unreadable(&e))? {
+                    let cert = cert.map_err(|e| unreadable(&e))?;
+                    roots.add(cert).map_err(|e| unreadable(&e))?;
+                }
+            }
+            None => {
+                for cert in rustls_native_certs::load_native_certs().certs {
+                    // A system store may hold certificates rustls cannot use: skip them.
+                    let _ = roots.add(cert);
+                }
+            }
+        }
+        if roots.is_empty() {
+            return Err(
+                "no CA certificate to verify the server with: give a CA file (sslrootcert=<file>)"
+                    .to_owned(),
+            );
+        }
+        Ok(roots)
+    }
+
+    /// A client configuration that checks `verify` of the server's certificate,
+    /// trusting the CAs in `ca_file`, or the system's.
+    pub(crate) fn client_config(
+        verify: Verify,
+        ca_file: Option<&Path>,
+    ) -> Result<ClientConfig, String> {
+        let provider = provider();
+        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .map_err(|e| e.to_string())?;
+        let verifier: Arc<dyn ServerCertVerifier> = match verify {
+            Verify::Full => {
+                let roots = roots(ca_file)?;
+                return Ok(builder.with_root_certificates(roots).with_no_client_auth());
+            }
+            Verify::Chain => {
+                let roots = Arc::new(roots(ca_file)?);
+                let inner = WebPkiServerVerifier::builder_with_provider(roots, provider)
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                Arc::new(AnyName(inner))
+            }
+            Verify::Nothing => Arc::new(Unchecked(provider)),
+        };
+        Ok(builder
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth())
+    }
+
+    /// `verify-ca`: the chain is checked, the name is not.
+    #[derive(Debug)]
+    struct AnyName(Arc<WebPkiServerVerifier>);
+
+    impl ServerCertVerifier for AnyName {
+        fn verify_server_cert(
+            &self,
+            end_entity: &CertificateDer<'_>,
+            intermediates: &[CertificateDer<'_>],
+            server_name: &ServerName<'_>,
+            ocsp: &[u8],
+            now: UnixTime,
+        ) -> Result<ServerCertVerified, TlsError> {
+            match self
+                .0
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
+            {
+                Err(TlsError::InvalidCertificate(
+                    CertificateError::NotValidForName
+                    | CertificateError::NotValidForNameContext { .. },
+                )) => Ok(ServerCertVerified::assertion()),
+                other => other,
+            }
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, TlsError> {
+            self.0.verify_tls12_signature(message, cert, dss)
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, TlsError> {
+            self.0.verify_tls13_signature(message, cert, dss)
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.supported_verify_schemes()
+        }
+    }
+
+    /// `require`: encrypted, the certificate taken as it comes (the handshake's
+    /// signatures are still checked against it).
+    #[derive(Debug)]
+    struct Unchecked(Arc<CryptoProvider>);
+
+    impl ServerCertVerifier for Unchecked {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: UnixTime,
+        ) -> Result<ServerCertVerified, TlsError> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, TlsError> {
+            verify_tls12_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, TlsError> {
+            verify_tls13_signature(
+                message,
+                cert,
+                dss,
+                &self.0.signature_verification_algorithms,
+            )
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.0.signature_verification_algorithms.supported_schemes()
+        }
+    }
+}
+
+/// Takes the query parameters `names` out of `url`: the URL without them,
+/// and their values (the last of each name wins).
+pub(crate) fn take_params<'a>(url: &str, names: &[&'a str]) -> (String, Vec<(&'a str, String)>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_owned(), Vec::new());
+    };
+    let (query, fragment) = query
+        .split_once('#')
+        .map_or((query, None), |(q, f)| (q, Some(f)));
+    let mut taken = Vec::new();
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            match names.iter().find(|&&name| name == key) {
+                Some(&name) => {
+                    taken.retain(|(n, _)| *n != name);
+                    taken.push((name, value.to_owned()));
+                    false
+                }
+                None => true,
+            }
+        })
+        .collect();
+    let mut rebuilt = base.to_owned();
+    if !kept.is_empty() {
+        rebuilt.push('?');
+        rebuilt.push_str(&kept.join("&"));
+    }
+    if let Some(fragment) = fragment {
+        rebuilt.push('#');
+        rebuilt.push_str(fragment);
+    }
+    (rebuilt, taken)
+}
+
+/// Whether `e`, or an error it was caused by, is a TLS failure, and which.
+pub(crate) fn tls_failure(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(tls) = e.downcast_ref::<TlsError>() {
+            return Some(tls.to_string());
+        }
+        if let Some(tls) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<TlsError>())
+        {
+            return Some(tls.to_string());
+        }
+        next = e.source();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_taken_out_and_the_rest_kept() {
+        let (url, taken) = take_params(
+            "postgres://u@h/db?sslmode=verify-full&application_name=x&sslrootcert=/ca.pem",
+            &["sslmode", "sslrootcert"],
+        );
+        assert_eq!(url, "postgres://u@h/db?application_name=x");
+        assert_eq!(
+            taken,
+            [
+                ("sslmode", "verify-full".to_owned()),
+                ("sslrootcert", "/ca.pem".to_owned())
+            ]
+        );
+        let (url, taken) = take_params(
+            "rediss://h:1/0?sslrootcert=/ca.pem#insecure",
+            &["sslrootcert"],
+        );
+        assert_eq!(url, "rediss://h:1/0#insecure");
+        assert_eq!(taken.len(), 1);
+        assert_eq!(take_params("redis://h/0", &["x"]).0, "redis://h/0");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn a_missing_ca_file_is_said_plainly() {
+        let path = std::path::Path::new("/nonexistent/ca.pem");
+        let e = client_config(Verify::Full, Some(path)).unwrap_err();
+        assert!(
+            e.contains("cannot read the CA file /nonexistent/ca.pem"),
+            "{e}"
+        );
+    }
+}

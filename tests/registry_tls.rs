@@ -1,0 +1,74 @@
+//! TLS to both registries, against the real servers and the throwaway CA
+//! that `scripts/services.sh` makes: verified leases work; an unknown CA, or
+//! a plain client where TLS is wanted, is refused with an error that says so.
+
+#![cfg(any(feature = "postgres", feature = "redis"))]
+
+mod common;
+
+use std::time::Duration;
+
+use common::backend::{Backend, unknown_ca};
+use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
+use flakegen::{Builder, IdGenerator, Layout};
+
+const ONE_ID_PER_TEST: Layout = Layout::builder().worker_bits(4).build_const();
+
+#[test]
+fn a_verified_lease_over_tls_issues_and_releases() {
+    for backend in Backend::all() {
+        let registry = lease::connect(&backend.tls_url()).unwrap();
+        let lease = Lease::new(registry, "tls").ttl(Duration::from_secs(2));
+        let generator = Builder::new()
+            .layout(ONE_ID_PER_TEST)
+            .lease(lease)
+            .build_atomic()
+            .unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
+        generator.next_id().unwrap();
+        generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    }
+}
+
+/// The first call's error, for a registry at `url`.
+fn first_error(url: &str) -> LeaseError {
+    let registry = lease::connect(url).unwrap();
+    registry.read("tls", 1).unwrap_err()
+}
+
+#[test]
+fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
+    for backend in Backend::all() {
+        let url = backend.tls_url();
+        let (base, _) = url.split_once("sslrootcert=").unwrap();
+        let e = first_error(&format!("{base}sslrootcert={}", unknown_ca()));
+        assert!(
+            matches!(e, LeaseError::Tls { .. }),
+            "{}: {e:?}",
+            backend.name()
+        );
+        let message = e.to_string();
+        assert!(message.contains("UnknownIssuer"), "{message}");
+        assert!(message.contains("sslrootcert"), "{message}");
+    }
+}
+
+#[test]
+fn a_plain_client_where_tls_is_wanted_is_told_so() {
+    for backend in Backend::all() {
+        let url = backend.tls_url();
+        // The same server, role and port, without TLS.
+        let plain = match url.split_once("://") {
+            Some(("rediss", rest)) => format!("redis://{}", rest.split('?').next().unwrap()),
+            _ => url.replace("sslmode=verify-full", "sslmode=disable"),
+        };
+        let e = first_error(&plain);
+        assert!(
+            matches!(e, LeaseError::TlsRequired { .. }),
+            "{}: {e:?}",
+            backend.name()
+        );
+        let message = e.to_string();
+        assert!(message.contains("TLS"), "{message}");
+        assert!(!message.contains("check that the server runs"), "{message}");
+    }
+}
