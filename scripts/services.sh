@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Starts and stops the PostgreSQL and Redis servers that flakegen's lease
-# tests run against, on loopback, under one temporary directory.
+# Starts and stops the PostgreSQL, Redis and MariaDB servers that flakegen's
+# lease and SQL tests run against, on loopback, under one temporary directory.
 #
 #   eval "$(scripts/services.sh start)"     # both; sets FLAKEGEN_TEST_*_URL
 #   scripts/services.sh stop                # both; leaves nothing running
 #   scripts/services.sh start redis         # one of them (the fault tests use this)
+#   scripts/services.sh start mariadb       # (the sqlx tests' MySQL; `all` starts it too)
 #   scripts/services.sh stop postgres
 #   scripts/services.sh crash redis         # SIGKILL and start: a loss
 #
@@ -23,18 +24,21 @@
 # FLAKEGEN_TEST_OTHER_CA too.
 #
 # Settings (environment): FLAKEGEN_SERVICES_DIR (default /tmp/flakegen-services),
-# FLAKEGEN_PG_PORT (55432), FLAKEGEN_REDIS_PORT (56379), FLAKEGEN_REDIS_TLS_PORT (56380).
+# FLAKEGEN_PG_PORT (55432), FLAKEGEN_REDIS_PORT (56379), FLAKEGEN_REDIS_TLS_PORT (56380),
+# FLAKEGEN_MYSQL_PORT (53306).
 set -euo pipefail
 
 dir=${FLAKEGEN_SERVICES_DIR:-/tmp/flakegen-services}
 pg_port=${FLAKEGEN_PG_PORT:-55432}
 redis_port=${FLAKEGEN_REDIS_PORT:-56379}
 redis_tls_port=${FLAKEGEN_REDIS_TLS_PORT:-56380}
+mysql_port=${FLAKEGEN_MYSQL_PORT:-53306}
 password=flakegen-test
 tls="$dir/tls"
 pg_url="postgres://flakegen:$password@127.0.0.1:$pg_port/postgres"
 redis_url="redis://:$password@127.0.0.1:$redis_port/0"
 pg_tls_url="postgres://flakegen_tls:$password@127.0.0.1:$pg_port/postgres?sslmode=verify-full&sslrootcert=$tls/ca.crt"
+mysql_url="mysql://flakegen:$password@127.0.0.1:$mysql_port/flakegen"
 redis_tls_url="rediss://:$password@127.0.0.1:$redis_tls_port/0?sslrootcert=$tls/ca.crt"
 
 say() { printf 'services: %s\n' "$*" >&2; }
@@ -200,23 +204,85 @@ crash_redis() {
   start_redis
 }
 
+mariadbd_bin() {
+  local bin
+  for bin in /usr/sbin/mariadbd /usr/sbin/mysqld; do
+    [ -x "$bin" ] && { echo "$bin"; return; }
+  done
+  return 1
+}
+
+# MariaDB keeps its data, socket, pid and log in a directory of its own,
+# owned by the unprivileged user `mysql`.
+start_mariadb() {
+  local bin data="$dir/mariadb" fresh=
+  bin=$(mariadbd_bin) || { install mariadb-server; bin=$(mariadbd_bin) || die "no mariadbd after installing mariadb-server"; }
+  if [ -f "$data/mariadb.pid" ] && kill -0 "$(cat "$data/mariadb.pid")" 2>/dev/null; then
+    say "mariadb already running on port $mysql_port"
+    return
+  fi
+  port_free "$mysql_port" || die "port $mysql_port is taken: set FLAKEGEN_MYSQL_PORT"
+  if [ ! -d "$data/mysql" ]; then
+    mkdir -p "$data"
+    chown mysql: "$data" 2>/dev/null || true
+    say "mariadb-install-db $data"
+    mariadb-install-db --user=mysql --datadir="$data" --skip-test-db \
+      --auth-root-authentication-method=socket >"$dir/mariadb-install.log" 2>&1 ||
+      { tail -20 "$dir/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
+    fresh=1
+  fi
+  say "starting mariadb on 127.0.0.1:$mysql_port"
+  "$bin" --no-defaults --user=mysql --datadir="$data" --port="$mysql_port" \
+    --bind-address=127.0.0.1 --socket="$data/mariadb.sock" --pid-file="$data/mariadb.pid" \
+    --log-error="$data/mariadb.log" --skip-log-bin --innodb-flush-log-at-trx-commit=0 \
+    >/dev/null 2>&1 &
+  for _ in $(seq 300); do
+    mariadb-admin --socket="$data/mariadb.sock" ping >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  mariadb-admin --socket="$data/mariadb.sock" ping >/dev/null 2>&1 ||
+    { tail -20 "$data/mariadb.log" >&2; die "mariadb did not start"; }
+  if [ -n "$fresh" ]; then
+    mariadb --socket="$data/mariadb.sock" -e "CREATE DATABASE flakegen; \
+      CREATE USER 'flakegen'@'127.0.0.1' IDENTIFIED BY '$password'; \
+      GRANT ALL ON flakegen.* TO 'flakegen'@'127.0.0.1';" ||
+      die "could not create the user flakegen"
+  fi
+}
+
+stop_mariadb() {
+  local pid_file="$dir/mariadb/mariadb.pid" pid
+  [ -f "$pid_file" ] || return 0
+  pid=$(cat "$pid_file")
+  if kill -0 "$pid" 2>/dev/null; then
+    say "stopping mariadb"
+    kill "$pid"
+    wait_gone "$pid" || kill -9 "$pid" 2>/dev/null || true
+  fi
+  rm -f "$pid_file"
+}
+
 command=${1:-}
 which=${2:-all}
-case "$which" in all | postgres | redis) ;; *) die "unknown service $which: use postgres or redis" ;; esac
+case "$which" in all | postgres | redis | mariadb) ;; *) die "unknown service $which: use postgres, redis or mariadb" ;; esac
 case "$command" in
   start)
     mkdir -p "$dir"
     make_certs
     echo "export FLAKEGEN_TEST_OTHER_CA=$tls/other-ca.crt"
-    if [ "$which" != redis ]; then
+    if [ "$which" = all ] || [ "$which" = postgres ]; then
       start_postgres
       echo "export FLAKEGEN_TEST_POSTGRES_URL=$pg_url"
       echo "export FLAKEGEN_TEST_POSTGRES_TLS_URL='$pg_tls_url'"
     fi
-    if [ "$which" != postgres ]; then
+    if [ "$which" = all ] || [ "$which" = redis ]; then
       start_redis
       echo "export FLAKEGEN_TEST_REDIS_URL=$redis_url"
       echo "export FLAKEGEN_TEST_REDIS_TLS_URL='$redis_tls_url'"
+    fi
+    if [ "$which" = all ] || [ "$which" = mariadb ]; then
+      start_mariadb
+      echo "export FLAKEGEN_TEST_MYSQL_URL=$mysql_url"
     fi
     ;;
   crash)
@@ -224,11 +290,12 @@ case "$command" in
     crash_redis
     ;;
   stop)
-    if [ "$which" != redis ]; then stop_postgres; fi
-    if [ "$which" != postgres ]; then stop_redis; fi
+    if [ "$which" = all ] || [ "$which" = postgres ]; then stop_postgres; fi
+    if [ "$which" = all ] || [ "$which" = redis ]; then stop_redis; fi
+    if [ "$which" = all ] || [ "$which" = mariadb ]; then stop_mariadb; fi
     if [ "$which" = all ]; then rm -rf "$dir"; fi
     ;;
   *)
-    die "usage: $0 start|stop [postgres|redis], or $0 crash redis"
+    die "usage: $0 start|stop [postgres|redis|mariadb], or $0 crash redis"
     ;;
 esac

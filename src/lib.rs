@@ -128,6 +128,7 @@
 //! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON), `Layout` (a preset's name, or its fields) and [`Strategy`]: [the `serde` module](crate::serde) | `serde` |
 //! | `postgres` | worker-id leases in a PostgreSQL table (`lease::PostgresRegistry`); [`Snowflake`] as a `BIGINT` for the `postgres` crates (`sql`) | `tokio-postgres`, a small `tokio` runtime driven by the lease's thread |
 //! | `redis` | worker-id leases in Redis (`lease::RedisRegistry`) | `redis`, the same small runtime |
+//! | `sqlx` | [`Snowflake`] as a `BIGINT` for sqlx 0.8 (PostgreSQL, MySQL/MariaDB, SQLite): `sql` | `sqlx-core` |
 //! | `tokio` | `AsyncIdGenerator` (`next_id_async`), `Builder::build_async`, `Release::wait_async`: every wait a tokio sleep | `tokio` (timer only) |
 //!
 //! Items that need a feature say so on docs.rs.
@@ -178,7 +179,7 @@ mod layout_text;
 pub mod lease;
 #[cfg(feature = "serde")]
 pub mod serde;
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "sqlx"))]
 pub mod sql;
 mod sync;
 pub mod worker;
