@@ -1,8 +1,10 @@
-//! Keys for a sharded database, end to end, against a real PostgreSQL.
+//! Keys for a sharded database, end to end, against a real PostgreSQL or
+//! MySQL/MariaDB (the article's sharded MySQL), through sqlx.
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
-//! cargo run --release --features postgres --example sharded -- "$FLAKEGEN_TEST_POSTGRES_URL"
+//! cargo run --release --features sqlx --example sharded -- "$FLAKEGEN_TEST_POSTGRES_URL"
+//! cargo run --release --features sqlx --example sharded -- "$FLAKEGEN_TEST_MYSQL_URL"
 //! ```
 //!
 //! It creates `--shards` tables and inserts `--rows` rows keyed by IDs from
@@ -22,12 +24,12 @@ use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 use flakegen::{Builder, Fields, IdGenerator, Layout, ManualClock, Snowflake};
-use postgres::NoTls;
+use sqlx::{AnyConnection, Connection, Row};
 
-/// Shard rows by Snowflake ID in PostgreSQL, then query a time range by key.
+/// Shard rows by Snowflake ID in PostgreSQL or MySQL, then query a time range by key.
 #[derive(Parser)]
 struct Args {
-    /// postgres://user:password@host:port/database
+    /// postgres://user:password@host:port/database or mysql://user:password@host:port/database
     #[arg(env = "FLAKEGEN_TEST_POSTGRES_URL")]
     url: String,
     /// How many shard tables.
@@ -41,6 +43,44 @@ struct Args {
     last_seconds: u64,
 }
 
+/// What differs between the two databases.
+#[derive(Clone, Copy, PartialEq)]
+enum Dialect {
+    Postgres,
+    MySql,
+}
+
+impl Dialect {
+    fn of(url: &str) -> Result<Dialect, String> {
+        let scheme = url
+            .split_once("://")
+            .map_or("", |(s, _)| s)
+            .to_ascii_lowercase();
+        match scheme.as_str() {
+            "postgres" | "postgresql" => Ok(Dialect::Postgres),
+            "mysql" | "mariadb" => Ok(Dialect::MySql),
+            _ => Err(format!(
+                "{scheme:?} URLs are not supported: use postgres:// or mysql://"
+            )),
+        }
+    }
+
+    /// The `n`th (from 1) bind parameter.
+    fn param(self, n: usize) -> String {
+        match self {
+            Dialect::Postgres => format!("${n}"),
+            Dialect::MySql => "?".to_owned(),
+        }
+    }
+
+    fn analyze(self, table: &str) -> String {
+        match self {
+            Dialect::Postgres => format!("ANALYZE {table}"),
+            Dialect::MySql => format!("ANALYZE TABLE {table}"),
+        }
+    }
+}
+
 const LAYOUT: Layout = Layout::TWITTER;
 const HISTORY: Duration = Duration::from_secs(3_600);
 
@@ -48,33 +88,41 @@ fn table(shard: u32) -> String {
     format!("sharded_orders_{shard}")
 }
 
-fn run(args: &Args) -> Result<(), String> {
-    let config: postgres::Config = args
+/// Rows per multi-row INSERT: two parameters each, well under both
+/// databases' limit of 65,535 per statement.
+const BATCH: usize = 1_000;
+
+async fn run(args: &Args) -> Result<(), String> {
+    let dialect = Dialect::of(&args.url)?;
+    sqlx::any::install_default_drivers();
+    let address = args
         .url
-        .parse()
-        .map_err(|e| format!("invalid PostgreSQL URL: {e}"))?;
-    let address = match (config.get_hosts().first(), config.get_ports().first()) {
-        (Some(postgres::config::Host::Tcp(host)), port) => {
-            format!("{host}:{}", port.unwrap_or(&5432))
-        }
-        _ => "the server in the URL".to_owned(),
-    };
-    let mut config = config;
-    config.connect_timeout(Duration::from_secs(3));
-    let mut client = config.connect(NoTls).map_err(|e| {
-        let cause = std::error::Error::source(&e).map_or(String::new(), |c| format!(" ({c})"));
-        format!("cannot connect to PostgreSQL at {address}: {e}{cause}")
-    })?;
-    let db = |e: postgres::Error| format!("PostgreSQL at {address}: {e}");
+        .rsplit_once('@')
+        .map_or(args.url.as_str(), |(_, rest)| rest)
+        .split('/')
+        .next()
+        .unwrap_or("the server in the URL")
+        .to_owned();
+    let connect = AnyConnection::connect(&args.url);
+    let mut db = tokio::time::timeout(Duration::from_secs(3), connect)
+        .await
+        .map_err(|_| format!("cannot connect to {address}: no answer within 3 s"))?
+        .map_err(|e| format!("cannot connect to {address}: {e}"))?;
+    let failed = |e: sqlx::Error| format!("{address}: {e}");
     let shards = NonZeroU32::new(args.shards).ok_or("--shards must be at least 1")?;
 
     for shard in 0..shards.get() {
-        client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} (id BIGINT PRIMARY KEY, item TEXT NOT NULL)",
-                t = table(shard)
-            ))
-            .map_err(db)?;
+        let t = table(shard);
+        sqlx::query(&format!("DROP TABLE IF EXISTS {t}"))
+            .execute(&mut db)
+            .await
+            .map_err(failed)?;
+        sqlx::query(&format!(
+            "CREATE TABLE {t} (id BIGINT PRIMARY KEY, item VARCHAR(64) NOT NULL)"
+        ))
+        .execute(&mut db)
+        .await
+        .map_err(failed)?;
     }
 
     // One generator, reading a clock that walks through the past hour.
@@ -94,21 +142,28 @@ fn run(args: &Args) -> Result<(), String> {
         clock.advance(step);
     }
     for (shard, ids) in per_shard.iter().enumerate() {
-        let items: Vec<String> = ids.iter().map(|id| format!("order {id}")).collect();
-        for (ids, items) in ids.chunks(10_000).zip(items.chunks(10_000)) {
-            client
-                .execute(
-                    &format!(
-                        "INSERT INTO {} (id, item) SELECT * FROM unnest($1::bigint[], $2::text[])",
-                        table(shard as u32)
-                    ),
-                    &[&ids, &items],
-                )
-                .map_err(db)?;
+        let t = table(shard as u32);
+        for batch in ids.chunks(BATCH) {
+            let rows: Vec<String> = (0..batch.len())
+                .map(|i| {
+                    format!(
+                        "({}, {})",
+                        dialect.param(2 * i + 1),
+                        dialect.param(2 * i + 2)
+                    )
+                })
+                .collect();
+            let sql = format!("INSERT INTO {t} (id, item) VALUES {}", rows.join(", "));
+            let mut insert = sqlx::query(&sql);
+            for id in batch {
+                insert = insert.bind(*id).bind(format!("order {id}"));
+            }
+            insert.execute(&mut db).await.map_err(failed)?;
         }
-        client
-            .batch_execute(&format!("ANALYZE {}", table(shard as u32)))
-            .map_err(db)?;
+        sqlx::query(&dialect.analyze(&t))
+            .execute(&mut db)
+            .await
+            .map_err(failed)?;
     }
 
     println!(
@@ -116,10 +171,10 @@ fn run(args: &Args) -> Result<(), String> {
         args.rows, shards
     );
     for shard in 0..shards.get() {
-        let count: i64 = client
-            .query_one(&format!("SELECT count(*) FROM {}", table(shard)), &[])
-            .map_err(db)?
-            .get(0);
+        let count: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {}", table(shard)))
+            .fetch_one(&mut db)
+            .await
+            .map_err(failed)?;
         println!("  {:<18} {count:>8} rows", table(shard));
     }
 
@@ -149,18 +204,21 @@ fn run(args: &Args) -> Result<(), String> {
         "\nrows created in the last {} s: id BETWEEN {low} AND {high}",
         args.last_seconds
     );
+    let range = |t: &str| {
+        format!(
+            "SELECT count(*) FROM {t} WHERE id BETWEEN {} AND {}",
+            dialect.param(1),
+            dialect.param(2)
+        )
+    };
     let mut found = 0;
     for shard in 0..shards.get() {
-        let count: i64 = client
-            .query_one(
-                &format!(
-                    "SELECT count(*) FROM {} WHERE id BETWEEN $1 AND $2",
-                    table(shard)
-                ),
-                &[&low, &high],
-            )
-            .map_err(db)?
-            .get(0);
+        let count: i64 = sqlx::query_scalar(&range(&table(shard)))
+            .bind(low)
+            .bind(high)
+            .fetch_one(&mut db)
+            .await
+            .map_err(failed)?;
         println!("  {:<18} {count:>8} rows", table(shard));
         found += count as usize;
     }
@@ -174,32 +232,41 @@ fn run(args: &Args) -> Result<(), String> {
         ));
     }
 
-    let plan = client
-        .query(
-            &format!(
-                "EXPLAIN SELECT * FROM {} WHERE id BETWEEN $1 AND $2",
-                table(0)
-            ),
-            &[&low, &high],
-        )
-        .map_err(db)?;
+    let explain = format!("EXPLAIN {}", range(&table(0)).replace("count(*)", "*"));
+    let plan = sqlx::query(&explain)
+        .bind(low)
+        .bind(high)
+        .fetch_all(&mut db)
+        .await
+        .map_err(failed)?;
     println!("\nEXPLAIN for {}:", table(0));
-    let plan: Vec<String> = plan.iter().map(|row| row.get(0)).collect();
-    for line in &plan {
-        println!("  {line}");
-    }
-    if !plan
-        .iter()
-        .any(|line| line.contains("Index") && line.contains("pkey"))
-    {
+    let uses_key = match dialect {
+        // One line of text per row.
+        Dialect::Postgres => {
+            let lines: Vec<String> = plan.iter().filter_map(|r| r.try_get(0).ok()).collect();
+            lines.iter().for_each(|line| println!("  {line}"));
+            lines
+                .iter()
+                .any(|line| line.contains("Index") && line.contains("pkey"))
+        }
+        // One row per table, its access type and key in columns.
+        Dialect::MySql => plan.iter().any(|row| {
+            let access: Option<String> = row.try_get("type").ok().flatten();
+            let key: Option<String> = row.try_get("key").ok().flatten();
+            println!("  type={access:?} key={key:?}");
+            access.as_deref() == Some("range") && key.as_deref() == Some("PRIMARY")
+        }),
+    };
+    if !uses_key {
         return Err("the plan does not use the primary key's index".to_owned());
     }
     Ok(())
 }
 
-fn main() -> ExitCode {
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
+    match run(&args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
