@@ -21,7 +21,8 @@
 //! - `mechanism`: a 22-bit sequence, so the clock never limits: the cost of the
 //!   synchronisation itself, beside bare baselines in the same group; the
 //!   `_leased` variants hold a worker-id lease (from a registry in memory), so
-//!   every call also checks the lease's fence.
+//!   every call also checks the lease's fence. `peer_clock_cas` is the peers'
+//!   shape (a clock read and a CAS loop), written in the bench.
 //!   With `--features tokio`, `async/<strategy>/1` is `next_id_async` awaited
 //!   on a current-thread runtime.
 //! - `clocks`: one read of each clock.
@@ -95,6 +96,40 @@ fn on_threads(threads: usize, iters: u64, work: impl Fn(u64) + Sync) -> Duration
         barrier.wait();
         start.elapsed()
     })
+}
+
+/// A minimal clock + CAS snowflake as the peers write it, at `WIDE`'s
+/// widths: the baseline the clock-reading strategies are held to. It has
+/// none of flakegen's guarantees (no lead bound, no end of the layout, no
+/// fence): only its cost is of interest.
+#[derive(Default)]
+struct ClockCas {
+    state: CachePadded<AtomicU64>,
+}
+
+impl ClockCas {
+    #[inline]
+    fn next(&self) -> u64 {
+        let now_ms = SystemClock.unix_nanos() / 1_000_000;
+        // Relaxed: only the atomicity of the exchange matters here.
+        let mut current = self.state.load(Ordering::Relaxed);
+        loop {
+            let next = if now_ms > current >> 22 {
+                now_ms << 22
+            } else {
+                current + 1
+            };
+            match self.state.compare_exchange_weak(
+                current,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return next,
+                Err(actual) => current = actual,
+            }
+        }
+    }
 }
 
 /// `group/strategy/clock/threads` for single IDs from `generator`.
@@ -323,6 +358,18 @@ fn mechanism(c: &mut Criterion) {
                     for _ in 0..n {
                         black_box(SystemClock.unix_nanos());
                         black_box(counter.fetch_add(1, Ordering::Relaxed));
+                    }
+                })
+            })
+        });
+        // The peers' shape (snowdon, snowflaked): a clock read, then a
+        // compare-and-swap loop on one packed `ms << 22 | sequence` word.
+        let peer = ClockCas::default();
+        group.bench_function(BenchmarkId::new("peer_clock_cas/system", threads), |b| {
+            b.iter_custom(|iters| {
+                on_threads(threads, iters, |n| {
+                    for _ in 0..n {
+                        black_box(peer.next());
                     }
                 })
             })
