@@ -180,16 +180,21 @@ wait_gone() {
   return 1
 }
 
-stop_redis() {
-  [ -f "$dir/redis.pid" ] || return 0
+# Stops the server $1 whose pid file is $2 (SIGTERM, then SIGKILL after 5 s).
+stop_pid_file() {
+  [ -f "$2" ] || return 0
   local pid
-  pid=$(cat "$dir/redis.pid")
+  pid=$(cat "$2")
   if kill -0 "$pid" 2>/dev/null; then
-    say "stopping redis"
+    say "stopping $1"
     kill "$pid"
     wait_gone "$pid" || kill -9 "$pid" 2>/dev/null || true
   fi
-  rm -f "$dir/redis.pid"
+  rm -f "$2"
+}
+
+stop_redis() {
+  stop_pid_file redis "$dir/redis.pid"
 }
 
 # A crash: SIGKILL, then a start. Without persistence, Redis comes back empty.
@@ -251,15 +256,7 @@ start_mariadb() {
 }
 
 stop_mariadb() {
-  local pid_file="$dir/mariadb/mariadb.pid" pid
-  [ -f "$pid_file" ] || return 0
-  pid=$(cat "$pid_file")
-  if kill -0 "$pid" 2>/dev/null; then
-    say "stopping mariadb"
-    kill "$pid"
-    wait_gone "$pid" || kill -9 "$pid" 2>/dev/null || true
-  fi
-  rm -f "$pid_file"
+  stop_pid_file mariadb "$dir/mariadb/mariadb.pid"
 }
 
 command=${1:-}
