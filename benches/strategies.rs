@@ -42,7 +42,7 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
@@ -108,9 +108,10 @@ struct ClockCas {
 }
 
 impl ClockCas {
+    /// The next ID, with the clock read by `now_ms` (ms since 1970).
     #[inline]
-    fn next(&self) -> u64 {
-        let now_ms = SystemClock.unix_nanos() / 1_000_000;
+    fn next(&self, now_ms: impl FnOnce() -> u64) -> u64 {
+        let now_ms = now_ms();
         // Relaxed: only the atomicity of the exchange matters here.
         let mut current = self.state.load(Ordering::Relaxed);
         loop {
@@ -130,6 +131,14 @@ impl ClockCas {
             }
         }
     }
+}
+
+/// The wall clock as the peers read it: `SystemTime::now()`, then a `Duration`.
+#[inline]
+fn std_unix_nanos() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// `group/strategy/clock/threads` for single IDs from `generator`.
@@ -363,17 +372,26 @@ fn mechanism(c: &mut Criterion) {
             })
         });
         // The peers' shape (snowdon, snowflaked): a clock read, then a
-        // compare-and-swap loop on one packed `ms << 22 | sequence` word.
+        // compare-and-swap loop on one packed `ms << 22 | sequence` word;
+        // with the clock read as they read it (`std`), and as flakegen's
+        // `SystemClock` reads it (`system`), to compare mechanisms alone.
         let peer = ClockCas::default();
-        group.bench_function(BenchmarkId::new("peer_clock_cas/system", threads), |b| {
-            b.iter_custom(|iters| {
-                on_threads(threads, iters, |n| {
-                    for _ in 0..n {
-                        black_box(peer.next());
-                    }
+        let peer_clocks: [(&str, fn() -> u64); 2] = [
+            ("std", std_unix_nanos),
+            ("system", || SystemClock.unix_nanos()),
+        ];
+        for (clock, unix_nanos) in peer_clocks {
+            let id = BenchmarkId::new(format!("peer_clock_cas/{clock}"), threads);
+            group.bench_function(id, |b| {
+                b.iter_custom(|iters| {
+                    on_threads(threads, iters, |n| {
+                        for _ in 0..n {
+                            black_box(peer.next(|| unix_nanos() / 1_000_000));
+                        }
+                    })
                 })
-            })
-        });
+            });
+        }
     }
     let builder = Builder::new().layout(WIDE);
     strategies(&mut group, "system", builder.clone());
@@ -438,6 +456,7 @@ fn clocks(c: &mut Criterion) {
             b.iter(|| clock.unix_nanos())
         });
     }
+    group.bench_function(BenchmarkId::new("read/std", 1), |b| b.iter(std_unix_nanos));
     read(&mut group, "system", SystemClock);
     read(&mut group, "coarse", CoarseClock);
     read(&mut group, "monotonic", MonotonicClock::new());

@@ -10,6 +10,10 @@
 pub(crate) use self::imp::*;
 
 /// Wall-clock nanoseconds since 1970 from the standard library; 0 before 1970.
+///
+/// `SystemTime::now().duration_since(UNIX_EPOCH)` is two calls that the
+/// compiler does not inline, a `timespec` subtraction and a 128-bit product:
+/// on Linux [`realtime_nanos`] reads the same clock without them.
 pub(crate) fn std_realtime_nanos() -> u64 {
     match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
         Ok(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
@@ -22,6 +26,7 @@ mod imp {
     /// Whether the coarse and syscall clocks are the real thing on this platform.
     pub(crate) const NATIVE: bool = true;
 
+    #[inline]
     fn nanos(ts: libc::timespec) -> u64 {
         // A realtime clock before 1970 reads as 0, as `SystemClock` does.
         if ts.tv_sec < 0 {
@@ -30,6 +35,25 @@ mod imp {
         (ts.tv_sec as u64)
             .saturating_mul(1_000_000_000)
             .saturating_add(ts.tv_nsec as u64)
+    }
+
+    /// `CLOCK_REALTIME` through the vDSO, the clock `SystemTime::now` reads,
+    /// as `u64` nanoseconds with one multiply-add: the clock-reading
+    /// strategies read it once per ID (see the benchmarks' README for what
+    /// the standard library's route costs on top).
+    #[inline]
+    pub(crate) fn realtime_nanos() -> u64 {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec and the clock id is a
+        // constant the kernel knows; clock_gettime writes only into `ts`.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        if rc != 0 {
+            return super::std_realtime_nanos();
+        }
+        nanos(ts)
     }
 
     /// `CLOCK_REALTIME_COARSE` through the vDSO: cheap, but only as fine as the
@@ -86,6 +110,10 @@ mod imp {
 mod imp {
     /// Whether the coarse and syscall clocks are the real thing on this platform.
     pub(crate) const NATIVE: bool = false;
+
+    pub(crate) fn realtime_nanos() -> u64 {
+        super::std_realtime_nanos()
+    }
 
     pub(crate) fn coarse_realtime_nanos() -> u64 {
         super::std_realtime_nanos()

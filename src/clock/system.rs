@@ -3,9 +3,11 @@
 use super::Clock;
 use super::os;
 
-/// The standard library's wall clock, [`SystemTime::now`](std::time::SystemTime::now).
+/// The system's wall clock, the one [`SystemTime::now`](std::time::SystemTime::now) reads.
 ///
-/// On Linux that is `clock_gettime(CLOCK_REALTIME)` through the vDSO, with no
+/// On Linux it is read with `clock_gettime(CLOCK_REALTIME)` straight into
+/// `u64` nanoseconds (without `SystemTime`'s conversions, which cost more
+/// than the rest of an ID: see the benchmarks' README), through the vDSO, with no
 /// system call, as long as the kernel's clock source allows it (`tsc` does;
 /// `xen` and some hypervisors' do not, and then every read is a system call:
 /// see [`SyscallClock`]). The default clock of every generator. What a read
@@ -24,7 +26,7 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     #[inline]
     fn unix_nanos(&self) -> u64 {
-        os::std_realtime_nanos()
+        os::realtime_nanos()
     }
 }
 
