@@ -42,7 +42,7 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
@@ -52,7 +52,8 @@ use flakegen::{
     Strategy, SyscallClock, SystemClock,
 };
 use support::costly::CostlyClock;
-use support::{cpu, environment, latency};
+use support::peer::{ClockCas, PeerClock};
+use support::{cpu, environment, floor, latency};
 
 const THREADS: [usize; 3] = [1, 2, 4];
 
@@ -96,49 +97,6 @@ fn on_threads(threads: usize, iters: u64, work: impl Fn(u64) + Sync) -> Duration
         barrier.wait();
         start.elapsed()
     })
-}
-
-/// A minimal clock + CAS snowflake as the peers write it, at `WIDE`'s
-/// widths: the baseline the clock-reading strategies are held to. It has
-/// none of flakegen's guarantees (no lead bound, no end of the layout, no
-/// fence): only its cost is of interest.
-#[derive(Default)]
-struct ClockCas {
-    state: CachePadded<AtomicU64>,
-}
-
-impl ClockCas {
-    /// The next ID, with the clock read by `now_ms` (ms since 1970).
-    #[inline]
-    fn next(&self, now_ms: impl FnOnce() -> u64) -> u64 {
-        let now_ms = now_ms();
-        // Relaxed: only the atomicity of the exchange matters here.
-        let mut current = self.state.load(Ordering::Relaxed);
-        loop {
-            let next = if now_ms > current >> 22 {
-                now_ms << 22
-            } else {
-                current + 1
-            };
-            match self.state.compare_exchange_weak(
-                current,
-                next,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return next,
-                Err(actual) => current = actual,
-            }
-        }
-    }
-}
-
-/// The wall clock as the peers read it: `SystemTime::now()`, then a `Duration`.
-#[inline]
-fn std_unix_nanos() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// `group/strategy/clock/threads` for single IDs from `generator`.
@@ -371,25 +329,13 @@ fn mechanism(c: &mut Criterion) {
                 })
             })
         });
-        // The peers' shape (snowdon, snowflaked): a clock read, then a
-        // compare-and-swap loop on one packed `ms << 22 | sequence` word;
-        // with the clock read as they read it (`std`), and as flakegen's
-        // `SystemClock` reads it (`system`), to compare mechanisms alone.
+        // The peers' shape (snowdon, snowflaked), with the clock read as
+        // they read it and as flakegen does (see `support::peer`).
         let peer = ClockCas::default();
-        let peer_clocks: [(&str, fn() -> u64); 2] = [
-            ("std", std_unix_nanos),
-            ("system", || SystemClock.unix_nanos()),
-        ];
-        for (clock, unix_nanos) in peer_clocks {
-            let id = BenchmarkId::new(format!("peer_clock_cas/{clock}"), threads);
+        for clock in PeerClock::ALL {
+            let id = BenchmarkId::new(format!("peer_clock_cas/{}", clock.name()), threads);
             group.bench_function(id, |b| {
-                b.iter_custom(|iters| {
-                    on_threads(threads, iters, |n| {
-                        for _ in 0..n {
-                            black_box(peer.next(|| unix_nanos() / 1_000_000));
-                        }
-                    })
-                })
+                b.iter_custom(|iters| on_threads(threads, iters, |n| clock.take(&peer, n)))
             });
         }
     }
@@ -456,7 +402,9 @@ fn clocks(c: &mut Criterion) {
             b.iter(|| clock.unix_nanos())
         });
     }
-    group.bench_function(BenchmarkId::new("read/std", 1), |b| b.iter(std_unix_nanos));
+    group.bench_function(BenchmarkId::new("read/std", 1), |b| {
+        b.iter(support::peer::std_unix_nanos)
+    });
     read(&mut group, "system", SystemClock);
     read(&mut group, "coarse", CoarseClock);
     read(&mut group, "monotonic", MonotonicClock::new());
@@ -536,9 +484,9 @@ fn cpu_report(window: Duration) {
     let _ = std::fs::write(path, format!("{:#}\n", serde_json::Value::Array(rows)));
 }
 
-/// Whether the command line names a filter (an argument that is neither an
-/// option nor the value of one of Criterion's options that take a value).
-fn filtered() -> bool {
+/// The filter named on the command line, if any: an argument that is
+/// neither an option nor the value of one of Criterion's options that take one.
+fn filter() -> Option<String> {
     const TAKES_VALUE: [&str; 16] = [
         "--color",
         "--format",
@@ -562,10 +510,10 @@ fn filtered() -> bool {
         if TAKES_VALUE.contains(&arg.as_str()) {
             args.next();
         } else if !arg.starts_with('-') {
-            return true;
+            return Some(arg);
         }
     }
-    false
+    None
 }
 
 fn main() {
@@ -592,14 +540,24 @@ fn main() {
     clocks(&mut c);
     c.final_summary();
     // `cargo bench -- <filter>` runs the Criterion groups it names; the side
-    // reports run only on a whole-suite run.
-    if !filtered() && !cfg!(debug_assertions) {
-        let window = if quick {
-            Duration::from_millis(100)
-        } else {
-            Duration::from_secs(1)
-        };
+    // reports run on a whole-suite run, or alone as `-- floor`,
+    // `-- cpu_per_wall` and `-- latency` (which name no Criterion benchmark).
+    if cfg!(debug_assertions) {
+        return;
+    }
+    let window = if quick {
+        Duration::from_millis(100)
+    } else {
+        Duration::from_secs(1)
+    };
+    let filter = filter();
+    if filter.as_deref().is_none_or(|f| f == "floor") {
+        floor::report(quick, WIDE);
+    }
+    if filter.as_deref().is_none_or(|f| f == "cpu_per_wall") {
         cpu_report(window);
+    }
+    if filter.as_deref().is_none_or(|f| f == "latency") {
         latency::report(window);
     }
 }

@@ -5,7 +5,7 @@ use std::fs;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use flakegen::{Clock, SyscallClock, SystemClock};
 
@@ -38,6 +38,31 @@ pub fn clock_read_ns(clock: &impl Clock, reads: u32) -> f64 {
         black_box(clock.unix_nanos());
     }
     start.elapsed().as_nanos() as f64 / f64::from(reads)
+}
+
+/// CPU time the hypervisor gave to other guests while this one wanted it
+/// (`steal` in `/proc/stat`, all CPUs), so far: a figure that moves during a
+/// measurement says the machine, not the code, took that long.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+pub fn steal_time() -> Option<Duration> {
+    let stat = read("/proc/stat")?;
+    let ticks: u64 = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .nth(8)?
+        .parse()
+        .ok()?;
+    // SAFETY: sysconf takes a constant name and reads no memory of ours.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_second = u64::try_from(per_second).ok().filter(|&hz| hz > 0)?;
+    Some(Duration::from_nanos(ticks * (1_000_000_000 / per_second)))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn steal_time() -> Option<Duration> {
+    None
 }
 
 /// Where Criterion keeps its results.

@@ -5,14 +5,15 @@
 //! threads. Two loads: below the cap, paced at half the Twitter layout's
 //! rate, where a call should never wait; and saturated, where every call
 //! that finds its unit used up waits for the next (at most one unit plus
-//! however late the scheduler wakes it).
+//! however late the scheduler wakes it). A third load times `next_ids` for
+//! 64 IDs at a time, saturated: a batch waits like a call, for its last ID.
 
 use std::hint::{black_box, spin_loop};
 use std::sync::Barrier;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use flakegen::{Builder, IdGenerator, Layout, Strategy};
+use flakegen::{Builder, IdGenerator, Layout, Snowflake, Strategy};
 use hdrhistogram::Histogram;
 
 use super::environment;
@@ -27,11 +28,13 @@ struct Tail {
     max: u64,
 }
 
-/// Times every call of `threads` callers for `window`; with `pace`, each
+/// Times every call of `threads` callers for `window`, each call taking
+/// `batch` IDs (`next_id` for 1, `next_ids` otherwise); with `pace`, each
 /// caller makes one call per `pace` (skipping none when it falls behind).
 fn measure(
     generator: &dyn IdGenerator,
     threads: usize,
+    batch: usize,
     pace: Option<Duration>,
     window: Duration,
 ) -> Tail {
@@ -45,6 +48,7 @@ fn measure(
                     let mut histogram =
                         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
                     barrier.wait();
+                    let mut ids = vec![Snowflake::default(); batch];
                     let start = Instant::now();
                     let mut next = start;
                     while next.duration_since(start) < window {
@@ -57,7 +61,12 @@ fn measure(
                             next = Instant::now();
                         }
                         let before = Instant::now();
-                        black_box(generator.next_id().unwrap());
+                        if batch == 1 {
+                            black_box(generator.next_id().unwrap());
+                        } else {
+                            generator.next_ids(&mut ids).unwrap();
+                            black_box(&ids);
+                        }
                         let took = before.elapsed().as_nanos() as u64;
                         histogram.saturating_record(took.max(1));
                     }
@@ -86,34 +95,48 @@ pub fn report(window: Duration) {
     let half_rate = Layout::TWITTER.ids_per_second() / 2;
     println!(
         "\nlatency: ns per call, Twitter layout, max_lead 0, {window:?} each; \
-         below the cap = {half_rate} IDs/s in all, paced"
+         below the cap = {half_rate} IDs/s in all, paced; steal = ms the \
+         hypervisor ran other guests meanwhile"
     );
     println!(
-        "  {:<26} {:>9} {:>7} {:>7} {:>7} {:>8} {:>9}",
-        "id", "calls", "p50", "p99", "p99.9", "p99.99", "max"
+        "  {:<30} {:>9} {:>7} {:>7} {:>7} {:>8} {:>9} {:>6}",
+        "id", "calls", "p50", "p99", "p99.9", "p99.99", "max", "steal"
     );
     let mut rows = vec![];
     for strategy in Strategy::ALL {
         for threads in [1, 2] {
-            for (load, pace) in [
+            for (load, batch, pace) in [
                 (
                     "below_cap",
+                    1,
                     Some(Duration::from_nanos(
                         1_000_000_000 * threads as u64 / half_rate,
                     )),
                 ),
-                ("saturated", None),
+                ("saturated", 1, None),
+                ("saturated_batch64", 64, None),
             ] {
                 let generator = Builder::new().build(strategy).unwrap();
-                let tail = measure(&*generator, threads, pace, window);
+                let steal_before = environment::steal_time();
+                let tail = measure(&*generator, threads, batch, pace, window);
+                let steal_ms = steal_before
+                    .zip(environment::steal_time())
+                    .map(|(before, after)| (after - before).as_millis() as u64);
                 let id = format!("{strategy}/{load}/{threads}");
                 println!(
-                    "  {id:<26} {:>9} {:>7} {:>7} {:>7} {:>8} {:>9}",
-                    tail.calls, tail.p50, tail.p99, tail.p999, tail.p9999, tail.max
+                    "  {id:<30} {:>9} {:>7} {:>7} {:>7} {:>8} {:>9} {:>6}",
+                    tail.calls,
+                    tail.p50,
+                    tail.p99,
+                    tail.p999,
+                    tail.p9999,
+                    tail.max,
+                    steal_ms.map_or("n/a".to_owned(), |ms| ms.to_string()),
                 );
                 rows.push(serde_json::json!({
                     "id": id, "calls": tail.calls, "p50_ns": tail.p50, "p99_ns": tail.p99,
                     "p99_9_ns": tail.p999, "p99_99_ns": tail.p9999, "max_ns": tail.max,
+                    "steal_ms": steal_ms,
                 }));
             }
         }
