@@ -490,6 +490,22 @@ impl Layout {
         self.epoch_unix_nanos + units * self.unit_nanos
     }
 
+    /// Unix nanoseconds at which the unit of `tick` begins, for a tick of
+    /// the layout (at most [`max_tick`](Self::max_tick)): a multiply where
+    /// [`units_since_epoch`](Self::units_since_epoch) is a division. Wraps,
+    /// meaninglessly, past the last tick.
+    #[inline]
+    pub(crate) const fn tick_start_nanos(&self, tick: u64) -> u64 {
+        self.epoch_unix_nanos
+            .wrapping_add(self.unit_of_tick(tick).wrapping_mul(self.unit_nanos))
+    }
+
+    /// The length of a unit in nanoseconds.
+    #[inline]
+    pub(crate) const fn unit_nanos(&self) -> u64 {
+        self.unit_nanos
+    }
+
     /// The first unit that starts at or after `unix_nanos` (0 before the
     /// epoch; possibly past [`max_timestamp`](Self::max_timestamp)).
     #[inline]

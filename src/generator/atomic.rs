@@ -51,17 +51,18 @@ impl<C: Clock> Raw<C> for Atomic {
 
     #[inline]
     fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal> {
-        let rules = &core.rules;
-        let now = core.now();
+        let now_nanos = core.clock.unix_nanos();
         let first = self
             .ticks
-            .take(count, rules.floor(now), rules.max_tick())
+            .take(count, core.rules.max_tick())
             .ok_or(Refusal::Exhausted)?;
-        Ok(Reserved {
-            first,
-            now,
-            limit: rules.limit(now),
-        })
+        let cap = core.cap();
+        let end = first + (count - 1);
+        if core.rules.in_clock_unit(first, end, now_nanos, cap) {
+            Ok(Reserved::Ready(first))
+        } else {
+            Ok(self.reserve_slow(core, first, count, now_nanos, cap))
+        }
     }
 
     fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)> {
@@ -83,6 +84,26 @@ impl<C: Clock> Raw<C> for Atomic {
 
     fn last_issued(&self) -> u64 {
         self.ticks.last_issued()
+    }
+}
+
+impl Atomic {
+    /// `reserve` for the first call in a new unit, or ticks ahead of the
+    /// clock: `first..first + count`, just taken, judged by the exact rules.
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow<C: Clock>(
+        &self,
+        core: &Core<C>,
+        first: u64,
+        count: u64,
+        now_nanos: u64,
+        cap: u64,
+    ) -> Reserved {
+        let rules = &core.rules;
+        let now = core.layout().units_since_epoch(now_nanos);
+        let first = self.ticks.raise(first, count, rules.floor(now));
+        Reserved::judged(first, first + (count - 1), now, rules.limit(now), cap)
     }
 }
 

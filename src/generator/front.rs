@@ -116,13 +116,31 @@ enum Wait {
 }
 
 /// Ticks a raw strategy has set aside for a blocking call.
-pub struct Reserved {
-    /// The first tick of the range.
-    pub(crate) first: u64,
-    /// The clock's unit the reservation was made against.
-    pub(crate) now: u64,
-    /// `TickRules::limit(now)`: the range may be issued at once if it ends below.
-    pub(crate) limit: u64,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reserved {
+    /// Ticks from this one on may be issued at once: the common case.
+    Ready(u64),
+    /// Ticks from `first` on, reserved when the clock read unit `now`, may
+    /// not be issued yet, or ever: the front settles them.
+    Pending {
+        /// The first tick of the range.
+        first: u64,
+        /// The clock's unit the reservation was made against.
+        now: u64,
+    },
+}
+
+impl Reserved {
+    /// Ticks from `first` on, reserved against unit `now`: ready if they
+    /// end below `limit` (`TickRules::limit(now)`, or a view of it) and `cap`.
+    #[inline]
+    pub(crate) fn judged(first: u64, end: u64, now: u64, limit: u64, cap: u64) -> Reserved {
+        if end < limit.min(cap) {
+            Reserved::Ready(first)
+        } else {
+            Reserved::Pending { first, now }
+        }
+    }
 }
 
 pub(crate) use self::sealed::{Raw, Start};
@@ -138,7 +156,8 @@ mod sealed {
         const NAME: &'static str;
 
         /// Reserves `count` (at least 1) ticks for a blocking call, whatever
-        /// the clock: the front waits for them if need be. `Err` only for
+        /// the clock, and says whether they may be issued at once below the
+        /// cap: the front waits for them if need be. `Err` only for
         /// `Refusal::Exhausted`, and then nothing is reserved.
         fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal>;
 
@@ -495,8 +514,10 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     #[inline]
     fn issue(&self, count: u64, wait: Wait) -> Result<u64, IssueError> {
         match self.raw.reserve(&self.core, count) {
-            Ok(r) if r.first + (count - 1) < r.limit.min(self.core.cap()) => Ok(r.first),
-            Ok(r) => self.settle(r.first, r.first + (count - 1), r.now, wait),
+            Ok(Reserved::Ready(first)) => Ok(first),
+            Ok(Reserved::Pending { first, now }) => {
+                self.settle(first, first + (count - 1), now, wait)
+            }
             Err(_) => Err(self.core.exhausted()),
         }
     }

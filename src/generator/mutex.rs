@@ -1,7 +1,7 @@
 //! Twitter's algorithm under a lock.
 
 use crossbeam_utils::CachePadded;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::Refusal;
@@ -45,19 +45,18 @@ impl<C: Clock> Raw<C> for Locked {
 
     #[inline]
     fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal> {
-        let rules = &core.rules;
-        let now = core.now();
-        let first = {
-            let mut last = self.last_tick.lock();
-            let (first, end) = rules.reserve(*last, now, count).ok_or(Refusal::Exhausted)?;
+        let now_nanos = core.clock.unix_nanos();
+        let mut last = self.last_tick.lock();
+        let cap = core.cap();
+        // `*last` is at most the layout's last tick, so neither add overflows.
+        let first = *last + 1;
+        let end = first + (count - 1);
+        if core.rules.in_clock_unit(first, end, now_nanos, cap) {
             *last = end;
-            first
-        };
-        Ok(Reserved {
-            first,
-            now,
-            limit: rules.limit(now),
-        })
+            Ok(Reserved::Ready(first))
+        } else {
+            Self::reserve_slow(core, last, count, now_nanos, cap)
+        }
     }
 
     fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)> {
@@ -93,6 +92,27 @@ impl<C: Clock> Raw<C> for Locked {
 
     fn last_issued(&self) -> u64 {
         *self.last_tick.lock()
+    }
+}
+
+impl Locked {
+    /// `reserve` for the first call in a new unit, or ticks ahead of the
+    /// clock: Twitter's algorithm, under the lock `last` still holds.
+    #[cold]
+    #[inline(never)]
+    fn reserve_slow<C: Clock>(
+        core: &Core<C>,
+        mut last: MutexGuard<'_, u64>,
+        count: u64,
+        now_nanos: u64,
+        cap: u64,
+    ) -> Result<Reserved, Refusal> {
+        let rules = &core.rules;
+        let now = core.layout().units_since_epoch(now_nanos);
+        let (first, end) = rules.reserve(*last, now, count).ok_or(Refusal::Exhausted)?;
+        *last = end;
+        drop(last);
+        Ok(Reserved::judged(first, end, now, rules.limit(now), cap))
     }
 }
 

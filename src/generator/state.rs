@@ -118,6 +118,37 @@ impl TickRules {
         }
     }
 
+    /// Whether ticks `first..=end`, all below `cap`, lie in the unit the
+    /// clock reads at `now_nanos`: then they may be issued at once, whatever
+    /// `max_lead` and wherever the last ones were.
+    ///
+    /// The clock-reading strategies' fast path, the common case below the
+    /// layout's rate (every call but the first in each unit). It multiplies
+    /// the ticks' unit back into nanoseconds where [`floor`](Self::floor)
+    /// and [`limit`](Self::limit) need the clock divided into units, and
+    /// one unsigned compare asks both "not before the unit" and "not after
+    /// it". It is a sufficient condition only: `false` sends the caller to
+    /// those two, which decide exactly (the property tests check that it
+    /// never says more than they do).
+    ///
+    /// `end <= max_tick()` keeps the multiply from wrapping.
+    #[inline]
+    pub(crate) const fn in_clock_unit(
+        &self,
+        first: u64,
+        end: u64,
+        now_nanos: u64,
+        cap: u64,
+    ) -> bool {
+        let layout = &self.layout;
+        // Wrapping: `now_nanos` before the unit's start wraps to a large
+        // difference, which the compare refuses.
+        end <= self.max_tick()
+            && end < cap
+            && now_nanos.wrapping_sub(layout.tick_start_nanos(end)) < layout.unit_nanos()
+            && layout.unit_of_tick(first) == layout.unit_of_tick(end)
+    }
+
     /// The pure transition: the `count` ticks to issue after `last` when the
     /// clock reads `now`, as `(first, end)`; `None` if they do not fit the layout.
     ///
@@ -158,19 +189,16 @@ impl TickCounter {
         }
     }
 
-    /// Takes `count` fresh ticks, none below `floor`, and returns the first;
-    /// `None`, taking nothing, for a batch once the counter is past `max_tick`.
-    ///
-    /// One `fetch_add` while the counter is at or past `floor`, the common case
-    /// when IDs are asked for faster than the clock's unit; when the clock has
-    /// moved to a new unit, the ticks just taken are stale and are dropped (a gap
-    /// in the sequence, never a repeat) and a `fetch_max` claims the new unit.
+    /// Takes the next `count` ticks, whatever the clock, and returns the
+    /// first; `None`, taking nothing, for a batch once the counter is past
+    /// `max_tick`. One `fetch_add`: when IDs are asked for faster than the
+    /// clock's unit, these are the ticks to issue.
     ///
     /// A single call past the end adds 1 to the counter and is refused by the
     /// verdict on its tick; the headroom bit makes that safe for longer than
     /// any program runs. A batch could add billions per call, so it checks first.
     #[inline]
-    pub(crate) fn take(&self, count: u64, floor: u64, max_tick: u64) -> Option<u64> {
+    pub(crate) fn take(&self, count: u64, max_tick: u64) -> Option<u64> {
         if count > 1 && self.last_issued() >= max_tick {
             return None;
         }
@@ -181,17 +209,27 @@ impl TickCounter {
             .last
             .fetch_add(count, Ordering::Relaxed)
             .wrapping_add(1);
+        Some(first)
+    }
+
+    /// Ticks `first..first + count`, just taken by [`take`](Self::take), as
+    /// a range starting at `floor` or later: the same ticks if they do;
+    /// otherwise the clock has moved to a new unit, they are stale and are
+    /// dropped (a gap in the sequence, never a repeat), and a `fetch_max`
+    /// claims the new unit. Returns the first tick of the range.
+    #[inline]
+    pub(crate) fn raise(&self, first: u64, count: u64, floor: u64) -> u64 {
         if first >= floor {
-            Some(first)
+            first
         } else {
-            Some(self.take_from(first, count, floor))
+            self.raise_to(first, count, floor)
         }
     }
 
-    /// `take`'s slow path: ticks `[first, first + count - 1]` are ours but
+    /// `raise`'s slow path: ticks `[first, first + count - 1]` are ours but
     /// start below `floor`; claim `[floor, floor + count - 1]` instead.
     #[inline(never)]
-    fn take_from(&self, first: u64, count: u64, floor: u64) -> u64 {
+    fn raise_to(&self, first: u64, count: u64, floor: u64) -> u64 {
         let ours_end = first + (count - 1);
         let end = floor + (count - 1);
         // Relaxed: as in `take`.
@@ -396,7 +434,7 @@ mod tests {
     fn counter_claims_new_units_and_never_repeats() {
         let c = TickCounter::new(0);
         let max = rules(0).max_tick();
-        let take = |count, floor| c.take(count, floor, max).unwrap();
+        let take = |count, floor| c.raise(c.take(count, max).unwrap(), count, floor);
         assert_eq!(take(1, 20), 20);
         assert_eq!(take(1, 20), 21);
         assert_eq!(take(3, 20), 22);
@@ -412,9 +450,9 @@ mod tests {
     fn an_exhausted_counter_refuses_batches_without_moving() {
         let max = rules(0).max_tick();
         let c = TickCounter::new(max);
-        assert_eq!(c.take(5, 0, max), None);
+        assert_eq!(c.take(5, max), None);
         assert_eq!(c.last_issued(), max);
-        assert_eq!(c.take(1, 0, max), Some(max + 1)); // the verdict refuses it
+        assert_eq!(c.take(1, max), Some(max + 1)); // the verdict refuses it
     }
 
     #[test]
@@ -428,6 +466,63 @@ mod tests {
         let c = TickCounter::new(r.max_tick());
         assert_eq!(c.try_take(&r, 1, 1 << 20, NO_CAP), Err(Refusal::Exhausted));
         assert_eq!(c.last_issued(), r.max_tick());
+    }
+
+    #[test]
+    fn in_clock_unit_lets_through_the_clocks_unit_only() {
+        let r = rules(0);
+        let layout = r.layout();
+        let unit = layout.unit_nanos();
+        let cap = r.max_tick() + 1;
+        // Ticks 20..=23 are unit 5; the clock anywhere in unit 5.
+        let start = layout.unit_start_nanos(5);
+        for now in [start, start + 1, start + unit - 1] {
+            assert!(r.in_clock_unit(20, 20, now, cap));
+            assert!(r.in_clock_unit(21, 23, now, cap));
+        }
+        // The clock in unit 6: unit 5's ticks are stale. In unit 4: they
+        // are ahead of it, and a lead does not change the fast path's answer.
+        assert!(!r.in_clock_unit(23, 23, start + unit, cap));
+        assert!(!r.in_clock_unit(20, 20, start - 1, cap));
+        assert!(!rules(1).in_clock_unit(20, 20, start - 1, cap));
+        // A range across two units.
+        assert!(!r.in_clock_unit(23, 24, start, cap));
+        // At the cap, and before the epoch.
+        assert!(!r.in_clock_unit(20, 20, start, 20));
+        assert!(r.in_clock_unit(20, 20, start, 21));
+        assert!(!r.in_clock_unit(0, 0, 0, cap));
+        // Past the layout's last tick, whatever the clock.
+        let max = r.max_tick();
+        for now in [0, start, u64::MAX] {
+            assert!(!r.in_clock_unit(max + 1, max + 1, now, cap));
+        }
+    }
+
+    /// Any valid layout with at most 8 ticks per unit: widths, unit and
+    /// epoch all the way to the end of the `u64` clock.
+    fn any_layout() -> impl Strategy<Value = Layout> {
+        (
+            1u32..=60,
+            0u32..=3,
+            prop_oneof![Just(0u64), 0u64..4_000_000_000_000],
+        )
+            .prop_flat_map(|(timestamp_bits, sequence_bits, epoch_ms)| {
+                let timestamp_bits = timestamp_bits.min(63 - sequence_bits);
+                let epoch_nanos = epoch_ms * 1_000_000;
+                let longest = (u64::MAX - epoch_nanos) >> timestamp_bits;
+                let unit_nanos = prop_oneof![Just(1u64), Just(1_000_000), 1..=longest.max(1)];
+                (unit_nanos, Just((timestamp_bits, sequence_bits, epoch_ms)))
+            })
+            .prop_filter_map("outlives the clock", |(unit_nanos, (ts, s, epoch_ms))| {
+                Layout::builder()
+                    .timestamp_bits(ts)
+                    .worker_bits(0)
+                    .sequence_bits(s)
+                    .unit(std::time::Duration::from_nanos(unit_nanos))
+                    .epoch_unix_millis(epoch_ms)
+                    .build()
+                    .ok()
+            })
     }
 
     proptest! {
@@ -445,10 +540,68 @@ mod tests {
                 let Some((first, end)) = r.reserve(last, now, count) else {
                     break; // past the layout's end: the verdict refuses either way
                 };
-                prop_assert_eq!(counter.take(count, r.floor(now), r.max_tick()), Some(first));
+                let taken = counter.take(count, r.max_tick()).unwrap();
+                prop_assert_eq!(counter.raise(taken, count, r.floor(now)), first);
                 prop_assert_eq!(counter.last_issued(), end);
                 last = end;
             }
+        }
+
+        /// The fast path never says more than the exact rules: a range it
+        /// lets through is where `floor` would have put it or later, and
+        /// `verdict` allows it below the same cap, whatever the lead.
+        #[test]
+        fn in_clock_unit_never_says_more_than_the_rules(
+            layout in any_layout(),
+            lead in prop_oneof![Just(0u64), Just(1), 0u64..2000, Just(u64::MAX)],
+            first_at in any::<prop::sample::Index>(),
+            count in 1u64..9,
+            cap_at in any::<prop::sample::Index>(),
+            units_off in -2i64..3,
+            within in any::<u64>(),
+            anywhere in prop::option::weighted(0.1, any::<u64>()),
+        ) {
+            let r = TickRules::new(layout, lead);
+            // Any tick, and the one past the end; any cap, often just at
+            // or past the range's end.
+            let first = first_at.index(r.max_tick() as usize + 2) as u64;
+            let end = first + (count - 1);
+            let cap = match cap_at.index(4) {
+                0 => end,
+                1 => end + 1,
+                2 => u64::MAX,
+                _ => cap_at.index(r.max_tick() as usize + 2) as u64,
+            };
+            // Mostly within a few units of `first`'s; sometimes anywhere.
+            let unit_nanos = layout.unit_nanos();
+            let near = layout
+                .unit_start_nanos(layout.unit_of_tick(first))
+                .saturating_add_signed(units_off.saturating_mul(unit_nanos.min(i64::MAX as u64) as i64))
+                .saturating_add(within % unit_nanos);
+            let now_nanos = anywhere.unwrap_or(near);
+            if r.in_clock_unit(first, end, now_nanos, cap) {
+                let now = layout.units_since_epoch(now_nanos);
+                prop_assert!(first >= r.floor(now), "floor {} first {first}", r.floor(now));
+                prop_assert_eq!(r.verdict(end, now, cap), Ok(()));
+            }
+        }
+
+        /// And it lets through every range in the clock's unit below the cap.
+        #[test]
+        fn in_clock_unit_takes_every_range_in_the_clocks_unit(
+            layout in any_layout(),
+            unit_at in any::<prop::sample::Index>(),
+            within in any::<u64>(),
+            from in 0u64..8,
+            count in 1u64..9,
+        ) {
+            let r = TickRules::new(layout, 0);
+            let unit = unit_at.index(layout.max_timestamp() as usize + 1) as u64;
+            let now_nanos = layout.unit_start_nanos(unit) + within % layout.unit_nanos();
+            let first = layout.first_tick(unit) + from % layout.ids_per_unit();
+            let end = first + (count - 1);
+            prop_assume!(layout.unit_of_tick(end) == unit);
+            prop_assert!(r.in_clock_unit(first, end, now_nanos, r.max_tick() + 1));
         }
     }
 }

@@ -129,7 +129,7 @@ impl Ticker {
 fn run<C: Clock>(published: &Published, clock: C, rules: TickRules) {
     clock::tighten_timer_slack();
     let layout = rules.layout();
-    let unit_nanos = layout.unit().as_nanos() as u64;
+    let unit_nanos = layout.unit_nanos();
     // Acquire: pairs with the Release store in `Drop`; nothing else is
     // published through the flag, but it keeps the shutdown easy to reason about.
     while !published.stop.load(Ordering::Acquire) {
@@ -156,15 +156,21 @@ impl<C: Clock> Raw<C> for Ticker {
         // Relaxed: see `ClockView::publish`.
         let floor = view.floor.load(Ordering::Relaxed);
         let limit = view.limit.load(Ordering::Relaxed);
-        let first = self
+        let taken = self
             .ticks
-            .take(count, floor, core.rules.max_tick())
+            .take(count, core.rules.max_tick())
             .ok_or(Refusal::Exhausted)?;
-        Ok(Reserved {
+        let cap = core.cap();
+        let first = self.ticks.raise(taken, count, floor);
+        // Relaxed: as above.
+        let now = view.unit.load(Ordering::Relaxed);
+        Ok(Reserved::judged(
             first,
-            now: view.unit.load(Ordering::Relaxed),
+            first + (count - 1),
+            now,
             limit,
-        })
+            cap,
+        ))
     }
 
     fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)> {
