@@ -331,7 +331,7 @@ impl<C: Clock> Prepared<C> {
         } = self;
         let layout = *rules.layout();
         let (worker, lease_last, fence, keeper) = match acquired {
-            None => (worker.unwrap_or(0), 0, Arc::new(Fence::none()), None),
+            None => (worker.unwrap_or(0), 0, Arc::new(Fence::none(&layout)), None),
             Some(acquired) => (
                 acquired.worker,
                 acquired.last_tick,

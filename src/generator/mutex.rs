@@ -46,8 +46,10 @@ impl<C: Clock> Raw<C> for Locked {
     #[inline]
     fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal> {
         let now_nanos = core.clock.unix_nanos();
-        let mut last = self.last_tick.lock();
+        // Before the lock, so the load need not wait for it. An older cap
+        // only refuses sooner (see `Fence::cap`).
         let cap = core.cap();
+        let mut last = self.last_tick.lock();
         // `*last` is at most the layout's last tick, so neither add overflows.
         let first = *last + 1;
         let end = first + (count - 1);

@@ -131,7 +131,9 @@ impl TickRules {
     /// those two, which decide exactly (the property tests check that it
     /// never says more than they do).
     ///
-    /// `end <= max_tick()` keeps the multiply from wrapping.
+    /// `cap` must be at most `max_tick() + 1`, as a [`Fence`](crate::lease::Fence)'s
+    /// cap always is: `end < cap` is then also "within the layout", which
+    /// keeps the multiply from wrapping.
     #[inline]
     pub(crate) const fn in_clock_unit(
         &self,
@@ -140,11 +142,11 @@ impl TickRules {
         now_nanos: u64,
         cap: u64,
     ) -> bool {
+        debug_assert!(cap <= self.max_tick() + 1);
         let layout = &self.layout;
         // Wrapping: `now_nanos` before the unit's start wraps to a large
         // difference, which the compare refuses.
-        end <= self.max_tick()
-            && end < cap
+        end < cap
             && now_nanos.wrapping_sub(layout.tick_start_nanos(end)) < layout.unit_nanos()
             && layout.unit_of_tick(first) == layout.unit_of_tick(end)
     }
@@ -562,16 +564,17 @@ mod tests {
             anywhere in prop::option::weighted(0.1, any::<u64>()),
         ) {
             let r = TickRules::new(layout, lead);
-            // Any tick, and the one past the end; any cap, often just at
-            // or past the range's end.
+            // Any tick, and the one past the end; any cap the fence can
+            // hold, often just at or past the range's end.
             let first = first_at.index(r.max_tick() as usize + 2) as u64;
             let end = first + (count - 1);
             let cap = match cap_at.index(4) {
                 0 => end,
                 1 => end + 1,
-                2 => u64::MAX,
+                2 => r.max_tick() + 1,
                 _ => cap_at.index(r.max_tick() as usize + 2) as u64,
-            };
+            }
+            .min(r.max_tick() + 1);
             // Mostly within a few units of `first`'s; sometimes anywhere.
             let unit_nanos = layout.unit_nanos();
             let near = layout

@@ -156,11 +156,11 @@ impl<C: Clock> Raw<C> for Ticker {
         // Relaxed: see `ClockView::publish`.
         let floor = view.floor.load(Ordering::Relaxed);
         let limit = view.limit.load(Ordering::Relaxed);
+        let cap = core.cap();
         let taken = self
             .ticks
             .take(count, core.rules.max_tick())
             .ok_or(Refusal::Exhausted)?;
-        let cap = core.cap();
         let first = self.ticks.raise(taken, count, floor);
         // Relaxed: as above.
         let now = view.unit.load(Ordering::Relaxed);

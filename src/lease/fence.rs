@@ -57,9 +57,11 @@ pub(crate) fn high_water_ms(layout: &Layout, last_tick: u64) -> u64 {
 /// The confirmed fence a generator issues below, shared by the hot path and
 /// the lease's thread.
 pub(crate) struct Fence {
-    /// The first tick that may not be issued; `u64::MAX` without a lease,
-    /// [`CLOSED`] once the generator shut down. A lease's fence lies after
-    /// the layout's epoch, so its cap is never 0.
+    /// The first tick that may not be issued: never past the layout's end
+    /// (`max_tick + 1`, also the cap without a lease), so that one compare
+    /// against it also keeps a tick within the layout; [`CLOSED`] once the
+    /// generator shut down. A lease's fence lies after the layout's epoch,
+    /// so its cap is never 0.
     cap: AtomicU64,
     /// The confirmed fence, in ms since 1970.
     unix_ms: AtomicU64,
@@ -69,10 +71,10 @@ pub(crate) struct Fence {
 const CLOSED: u64 = 0;
 
 impl Fence {
-    /// No lease: nothing is capped.
-    pub(crate) fn none() -> Fence {
+    /// No lease: capped only by the layout's end.
+    pub(crate) fn none(layout: &Layout) -> Fence {
         Fence {
-            cap: AtomicU64::new(u64::MAX),
+            cap: AtomicU64::new(layout.max_tick() + 1),
             unix_ms: AtomicU64::new(u64::MAX),
         }
     }
@@ -192,6 +194,21 @@ mod tests {
         assert!(fence.is_closed());
         assert_eq!(fence.cap(), 0);
         assert_eq!(fence.close(), None);
+    }
+
+    #[test]
+    fn no_cap_lies_past_the_layouts_end() {
+        // The hot path's one compare against the cap also keeps ticks
+        // within the layout (`TickRules::in_clock_unit`).
+        for layout in [Layout::TWITTER, Layout::SONYFLAKE] {
+            let end = layout.max_tick() + 1;
+            assert_eq!(Fence::none(&layout).cap(), end);
+            let fence = Fence::at(&layout, u64::MAX);
+            assert_eq!(fence.cap(), end);
+            fence.confirm(&layout, u64::MAX);
+            assert_eq!(fence.cap(), end);
+            assert!(Fence::at(&layout, 0).cap() <= end);
+        }
     }
 
     #[test]
