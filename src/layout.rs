@@ -565,7 +565,9 @@ impl Layout {
     /// The ID of a tick, with a worker field from [`worker_field`](Self::worker_field).
     #[inline]
     pub(crate) const fn compose_tick(&self, tick: u64, worker_field: u64) -> u64 {
-        let sequence_mask = self.max_sequence();
+        // `max_sequence` without its branch for 64 bits: a sequence has at
+        // most 62 (a layout has a timestamp bit and a headroom bit).
+        let sequence_mask = self.ids_per_unit() - 1;
         ((tick & !sequence_mask) << self.worker_bits)
             | ((tick & sequence_mask) << self.sequence_shift)
             | worker_field
