@@ -39,17 +39,26 @@ checkout() {
 dir_a=$(checkout "$rev_a")
 dir_b=$(checkout "$rev_b")
 
+# Both worktrees build the same package into one target directory, where
+# cargo tells them apart only by the files' modification times: rev-b's
+# files, checked out before rev-a was built, would look older than rev-a's
+# build, and rev-b would run rev-a's binary. So flakegen is rebuilt each time.
+bench() {
+  (cd "$1" && cargo clean --release --package flakegen --quiet && cargo bench --bench strategies -- "${@:2}")
+}
+
 echo "==> $rev_a ($(git -C "$dir_a" rev-parse --short HEAD)): saving baseline"
-(cd "$dir_a" && cargo bench --bench strategies -- --save-baseline compare_a "$@") > "$work/a.log" 2>&1 ||
+bench "$dir_a" --save-baseline compare_a "$@" > "$work/a.log" 2>&1 ||
   { tail -20 "$work/a.log"; exit 1; }
 
 echo "==> $rev_b ($(git -C "$dir_b" rev-parse --short HEAD)): comparing"
-(cd "$dir_b" && cargo bench --bench strategies -- --baseline compare_a "$@") > "$work/b.log" 2>&1 ||
+bench "$dir_b" --baseline compare_a "$@" > "$work/b.log" 2>&1 ||
   { tail -20 "$work/b.log"; exit 1; }
 
 # One line per benchmark: id, change in time [low estimate high], verdict.
+# (A short id shares its line with "time:".)
 awk '
-  /^[a-z_0-9]+\/[^ ]+$/ { id = $1 }
+  /^[a-z_0-9]+\/[^ ]+( |$)/ { id = $1 }
   /change:/ && /time/ || /change:/ { sub(/^ +change: +/, ""); change = $0 }
   /(improved|regressed|No change|Change within noise)/ && id != "" {
     verdict = $0; sub(/^ +/, "", verdict)
