@@ -79,24 +79,31 @@ fn quick() -> bool {
 }
 
 /// Runs `work(n)` on `threads` threads, splitting `iters` between them, and
-/// returns the wall time from all started to all finished.
+/// returns the wall time from the first to start to the last to finish.
+///
+/// Each thread reads the time itself, after a barrier. The calling thread
+/// does not: with as many workers as cores it may not run again until they
+/// are done, and a start or an end it read would be late by that wait.
 fn on_threads(threads: usize, iters: u64, work: impl Fn(u64) + Sync) -> Duration {
-    let barrier = Barrier::new(threads + 1);
-    thread::scope(|s| {
-        for t in 0..threads {
-            let (work, barrier) = (&work, &barrier);
-            let share = iters / threads as u64 + u64::from((t as u64) < iters % threads as u64);
-            s.spawn(move || {
-                barrier.wait();
-                work(share);
-                barrier.wait();
-            });
-        }
-        barrier.wait();
-        let start = Instant::now();
-        barrier.wait();
-        start.elapsed()
-    })
+    let barrier = Barrier::new(threads);
+    let spans: Vec<(Instant, Instant)> = thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let (work, barrier) = (&work, &barrier);
+                let share = iters / threads as u64 + u64::from((t as u64) < iters % threads as u64);
+                s.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    work(share);
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let start = spans.iter().map(|&(start, _)| start).min().unwrap();
+    let end = spans.iter().map(|&(_, end)| end).max().unwrap();
+    end - start
 }
 
 /// `group/strategy/clock/threads` for single IDs from `generator`.

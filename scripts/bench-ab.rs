@@ -1,0 +1,104 @@
+//! Two revisions of flakegen in one process (`a` and `b`, renamed
+//! dependencies set up by bench-ab.sh), measured in interleaved rounds, so
+//! that the machine's drift over minutes slows both alike. Below the cap
+//! (a 22-bit sequence), one call per ID, on 1, 2 and 4 threads.
+
+use std::hint::black_box;
+use std::sync::Barrier;
+use std::time::Instant;
+
+/// IDs per contender per round.
+const IDS: u64 = 400_000;
+
+/// Wall time per ID of `work(n)` on `threads` threads, from the first to
+/// start to the last to finish (each thread reads the time itself).
+fn on_threads(threads: usize, work: &(dyn Fn(u64) + Sync)) -> f64 {
+    let barrier = Barrier::new(threads);
+    let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let barrier = &barrier;
+                s.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    work(IDS / threads as u64);
+                    (start, Instant::now())
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let start = spans.iter().map(|s| s.0).min().unwrap();
+    let end = spans.iter().map(|s| s.1).max().unwrap();
+    (end - start).as_nanos() as f64 / IDS as f64
+}
+
+/// The value at quantile `q` of `values` (which it sorts).
+fn quantile(values: &mut [f64], q: f64) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[((values.len() - 1) as f64 * q).round() as usize]
+}
+
+/// One generator of each strategy from crate `$krate`, as contenders.
+macro_rules! contenders {
+    ($krate:ident, $label:literal, $list:ident) => {{
+        use $krate::IdGenerator;
+        let wide = $krate::Layout::builder()
+            .worker_bits(0)
+            .sequence_bits(22)
+            .build_const();
+        let builder = $krate::Builder::new().layout(wide);
+        let atomic = Box::leak(Box::new(builder.clone().build_atomic().unwrap()));
+        let mutex = Box::leak(Box::new(builder.clone().build_mutex().unwrap()));
+        let ticker = Box::leak(Box::new(builder.build_ticker().unwrap()));
+        $list.push((concat!("atomic ", $label), Box::new(|n| {
+            for _ in 0..n {
+                black_box(atomic.next_id().unwrap());
+            }
+        })));
+        $list.push((concat!("mutex ", $label), Box::new(|n| {
+            for _ in 0..n {
+                black_box(mutex.next_id().unwrap());
+            }
+        })));
+        $list.push((concat!("ticker ", $label), Box::new(|n| {
+            for _ in 0..n {
+                black_box(ticker.next_id().unwrap());
+            }
+        })));
+    }};
+}
+
+type Contender = (&'static str, Box<dyn Fn(u64) + Sync>);
+
+fn main() {
+    let rounds: usize = std::env::var("ROUNDS").map_or(41, |r| r.parse().unwrap());
+    let mut list: Vec<Contender> = vec![];
+    contenders!(a, "a", list);
+    contenders!(b, "b", list);
+    for threads in [1, 2, 4] {
+        let mut ns = vec![Vec::with_capacity(rounds); list.len()];
+        for (_, warm_up) in &list {
+            on_threads(threads, &**warm_up);
+        }
+        for round in 0..rounds {
+            for i in 0..list.len() {
+                let at = (i + round) % list.len();
+                ns[at].push(on_threads(threads, &*list[at].1));
+            }
+        }
+        println!("\n{threads} thread(s), {rounds} interleaved rounds of {IDS} IDs: ns per ID, median (p25–p75)");
+        for (at, (name, _)) in list.iter().enumerate() {
+            let mut v = ns[at].clone();
+            let (p25, p50, p75) = (quantile(&mut v, 0.25), quantile(&mut v, 0.5), quantile(&mut v, 0.75));
+            println!("  {name:<10} {p50:8.2} ({p25:.2}–{p75:.2})");
+        }
+        let half = list.len() / 2;
+        for at in 0..half {
+            let mut ratio: Vec<f64> = (0..rounds).map(|r| ns[half + at][r] / ns[at][r]).collect();
+            let (p25, p50, p75) = (quantile(&mut ratio, 0.25), quantile(&mut ratio, 0.5), quantile(&mut ratio, 0.75));
+            let strategy = list[at].0.trim_end_matches(" a");
+            println!("  {strategy:<6} b ÷ a, round by round: {p50:.3} ({p25:.3}–{p75:.3})");
+        }
+    }
+}
