@@ -1,9 +1,12 @@
 //! Division by a divisor fixed at run time, as a multiply and two shifts.
 //!
-//! Turning clock nanoseconds into layout units divides by the layout's unit on
-//! every ID. The unit is only known at run time, so the compiler emits a
-//! hardware `div`, which costs 20–90 cycles depending on the CPU. Precomputing
-//! a reciprocal once per layout brings that down to a few cycles.
+//! Turning clock nanoseconds into layout units divides by the layout's unit:
+//! on the first ID of each unit, on every non-blocking call and at every
+//! tick of the ticker (within a unit the clock readers avoid it altogether:
+//! see `TickRules::in_clock_unit`). The unit is only known at run time, so
+//! the compiler emits a hardware `div`, which costs 20–90 cycles depending
+//! on the CPU. Precomputing a reciprocal once per layout brings that down to
+//! a few cycles.
 //!
 //! The method is Granlund and Montgomery, "Division by Invariant Integers using
 //! Multiplication" (PLDI 1994), figure 4.1: exact for every 64-bit dividend and

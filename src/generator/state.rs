@@ -13,7 +13,10 @@
 //! [`TickRules`] is the pure transition, `(last, now, count) -> range`, which
 //! the mutex strategy applies under its lock and the property tests check.
 //! [`TickCounter`] is the same rules on an `AtomicU64`, for the lock-free
-//! strategies.
+//! strategies. The clock-reading strategies apply them only when
+//! [`TickRules::in_clock_unit`], a cheaper test that is never wrong when it
+//! says yes, says no: on the first call in each unit, or with ticks ahead
+//! of the clock.
 
 use crate::layout::Layout;
 use crate::sync::{AtomicU64, Ordering};
