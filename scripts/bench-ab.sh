@@ -24,12 +24,12 @@ root=$(git rev-parse --show-toplevel)
 work="$root/target/bench-ab"
 mkdir -p "$work"
 
+source "$root/scripts/worktree.sh"
+
 # A worktree of $1 whose package is version $2; prints its path.
 checkout() {
-  local sha dir
-  sha=$(git -C "$root" rev-parse --verify "$1^{commit}")
-  dir="$work/$sha"
-  [ -d "$dir" ] || git -C "$root" worktree add --detach "$dir" "$sha" >/dev/null
+  local dir
+  dir=$(worktree "$1" "$work")
   sed -i "0,/^version = .*/s//version = \"$2\"/" "$dir/Cargo.toml"
   echo "$dir"
 }

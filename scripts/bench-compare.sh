@@ -26,18 +26,9 @@ work="$root/target/bench-compare"
 mkdir -p "$work"
 export CARGO_TARGET_DIR="$work/target"
 
-checkout() {
-  local sha dir
-  sha=$(git -C "$root" rev-parse --verify "$1^{commit}")
-  dir="$work/$sha"
-  if [ ! -d "$dir" ]; then
-    git -C "$root" worktree add --detach "$dir" "$sha" >/dev/null
-  fi
-  echo "$dir"
-}
-
-dir_a=$(checkout "$rev_a")
-dir_b=$(checkout "$rev_b")
+source "$root/scripts/worktree.sh"
+dir_a=$(worktree "$rev_a" "$work")
+dir_b=$(worktree "$rev_b" "$work")
 
 # Both worktrees build the same package into one target directory, where
 # cargo tells them apart only by the files' modification times: rev-b's

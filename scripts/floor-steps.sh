@@ -25,11 +25,11 @@ work="$root/target/floor-steps"
 mkdir -p "$work"
 export CARGO_TARGET_DIR="$work/target"
 
+source "$root/scripts/worktree.sh"
 rows=()
 for rev in "$@"; do
-  sha=$(git -C "$root" rev-parse --verify "$rev^{commit}")
-  dir="$work/$sha"
-  [ -d "$dir" ] || git -C "$root" worktree add --detach "$dir" "$sha" >/dev/null
+  dir=$(worktree "$rev" "$work")
+  sha=$(basename "$dir")
   rm -rf "$dir/benches"
   cp -r "$root/benches" "$dir/benches"
   echo "==> $rev ($(git -C "$dir" rev-parse --short HEAD))"

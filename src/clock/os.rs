@@ -37,39 +37,37 @@ mod imp {
             .saturating_add(ts.tv_nsec as u64)
     }
 
-    /// `CLOCK_REALTIME` through the vDSO, the clock `SystemTime::now` reads,
-    /// as `u64` nanoseconds with one multiply-add: the clock-reading
-    /// strategies read it once per ID (see the benchmarks' README for what
-    /// the standard library's route costs on top).
+    /// `clock` through the vDSO (libc's `clock_gettime`), as `u64`
+    /// nanoseconds with one multiply-add; the standard library's reading if
+    /// the call fails.
     #[inline]
-    pub(crate) fn realtime_nanos() -> u64 {
+    fn vdso_nanos(clock: libc::clockid_t) -> u64 {
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
-        // SAFETY: `ts` is a valid, writable timespec and the clock id is a
-        // constant the kernel knows; clock_gettime writes only into `ts`.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+        // SAFETY: `ts` is a valid, writable timespec and every caller passes
+        // a constant clock id the kernel knows; clock_gettime writes only
+        // into `ts`.
+        let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
         if rc != 0 {
             return super::std_realtime_nanos();
         }
         nanos(ts)
     }
 
-    /// `CLOCK_REALTIME_COARSE` through the vDSO: cheap, but only as fine as the
-    /// kernel's tick (1–10 ms).
+    /// `CLOCK_REALTIME`, the clock `SystemTime::now` reads: the
+    /// clock-reading strategies read it once per ID (see the benchmarks'
+    /// README for what the standard library's route costs on top).
+    #[inline]
+    pub(crate) fn realtime_nanos() -> u64 {
+        vdso_nanos(libc::CLOCK_REALTIME)
+    }
+
+    /// `CLOCK_REALTIME_COARSE`: cheap, but only as fine as the kernel's tick
+    /// (1–10 ms).
     pub(crate) fn coarse_realtime_nanos() -> u64 {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec and the clock id is a
-        // constant the kernel knows; clock_gettime writes only into `ts`.
-        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
-        if rc != 0 {
-            return super::std_realtime_nanos();
-        }
-        nanos(ts)
+        vdso_nanos(libc::CLOCK_REALTIME_COARSE)
     }
 
     /// `CLOCK_REALTIME` as a real system call, bypassing the vDSO: what every
