@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::heartbeat::worst_gap;
+use common::heartbeat::beats;
 use common::store::{Store, namespace, now_ms, serial};
 use flakegen::lease::DEFAULT_TIMEOUT;
 use flakegen::{IdGenerator, Layout, Strategy};
@@ -33,6 +33,11 @@ fn runtimes() -> [(&'static str, Runtime); 2] {
         .unwrap();
     [("current_thread", current), ("multi_thread", multi)]
 }
+
+/// Well inside the request timeout that a call waiting on a frozen registry
+/// would take, and far beyond a hypervisor's pauses.
+#[cfg(any(feature = "postgres", feature = "redis"))]
+const AT_ONCE: Duration = DEFAULT_TIMEOUT.checked_div(10).unwrap();
 
 /// Waits (bounded) until id 0 of `namespace` is free: a release the
 /// generator did not wait for has landed.
@@ -159,7 +164,11 @@ fn a_drop_with_the_registry_frozen_returns_at_once() {
                     ),
                     "{at}: {outcome:?}"
                 );
-                assert!(asked.elapsed() < Duration::from_millis(400), "{at}");
+                let asked = asked.elapsed();
+                assert!(
+                    asked < Duration::from_millis(100) + AT_ONCE,
+                    "{at}: {asked:?}"
+                );
 
                 let took = tokio::spawn(async move {
                     let started = Instant::now();
@@ -169,37 +178,37 @@ fn a_drop_with_the_registry_frozen_returns_at_once() {
                 let took = took.await.unwrap();
                 drop(thaw);
                 println!("{at}: a drop with the registry frozen took {took:?}");
-                assert!(took < Duration::from_millis(50), "{at}: {took:?}");
+                assert!(took < AT_ONCE, "{at}: {took:?}");
             });
         }
     }
 }
 
+/// A build that must wait 1 s for the previous holder's fence waits on the
+/// runtime's timer: a 1 ms heartbeat beside it keeps beating, where a build
+/// that held the thread through that wait would let it beat only before,
+/// a few dozen times at most.
 #[test]
-fn a_heartbeat_keeps_beating_through_build_async_and_drop() {
+fn a_build_that_waits_for_a_fence_leaves_the_runtime_beating() {
     let _serial = serial();
     for store in Store::all() {
         let runtime = Builder::new_current_thread().enable_all().build().unwrap();
         runtime.block_on(async {
             let ns = namespace("heartbeat");
-            // A fence 300 ms ahead: the build waits, on the runtime's timer.
-            store.put(&ns, 0, "", 0, now_ms() + 300);
+            store.put(&ns, 0, "", 0, now_ms() + 1_000);
             let build = store
                 .leased(ONE, &ns)
                 .max_wait(Duration::from_millis(50))
                 .build_async(Strategy::Atomic);
-            let (generator, during_build) = worst_gap(build).await;
+            let (generator, beats) = beats(build).await;
             let generator = generator.unwrap();
+            println!("{}: {beats} beats during build_async", store.name());
+            // About 400 beats (tokio's timer makes a 1 ms sleep nearer 2);
+            // 100 leaves room for a hypervisor that takes the CPU away for
+            // half the wait.
+            assert!(beats >= 100, "{}: {beats} beats", store.name());
             generator.next_id().unwrap();
-            let ((), during_drop) = worst_gap(async move { drop(generator) }).await;
-            println!(
-                "{}: worst heartbeat gap {during_build:?} during build_async, \
-                 {during_drop:?} during the drop",
-                store.name()
-            );
-            let limit = Duration::from_millis(20);
-            assert!(during_build < limit, "{}: {during_build:?}", store.name());
-            assert!(during_drop < limit, "{}: {during_drop:?}", store.name());
+            drop(generator);
             released(&store, &ns).await;
         });
     }

@@ -1,33 +1,51 @@
-//! A 1 ms heartbeat task: how long a runtime's thread went without polling it.
+//! A 1 ms heartbeat task beside some work on a current-thread runtime: it
+//! beats only when the work gives the runtime's one thread back.
+//!
+//! The tests count beats, or let each beat move a `ManualClock`, rather than
+//! time the gaps between them: a gap is also how long the hypervisor took
+//! the CPU away, and a test must not fail on that.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The worst gap a 1 ms heartbeat task on a current-thread runtime sees
-/// while `work` runs on that runtime's one thread, with 100 ms after it.
-pub async fn worst_gap<T>(work: impl Future<Output = T>) -> (T, Duration) {
-    let worst = Arc::new(AtomicU64::new(0));
+use flakegen::ManualClock;
+
+/// Runs `work` with a 1 ms heartbeat beside it, and counts the beats that
+/// happened while it ran.
+pub async fn beats<T>(work: impl Future<Output = T>) -> (T, u64) {
+    beside(work, || {}).await
+}
+
+/// Runs `work` with a heartbeat that advances `clock` by 1 ms at each beat:
+/// the clock moves only while `work` leaves the thread to others. A call
+/// that held the thread until the clock moved would wait for its `max_wait`
+/// and fail.
+pub async fn moving_clock<T>(clock: &ManualClock, work: impl Future<Output = T>) -> T {
+    let clock = clock.clone();
+    beside(work, move || clock.advance(Duration::from_millis(1)))
+        .await
+        .0
+}
+
+async fn beside<T>(work: impl Future<Output = T>, on_beat: impl Fn() + Send + 'static) -> (T, u64) {
+    let count = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let beat = tokio::spawn({
-        let (worst, stop) = (Arc::clone(&worst), Arc::clone(&stop));
+        let (count, stop) = (Arc::clone(&count), Arc::clone(&stop));
         async move {
-            let mut last = Instant::now();
             while !stop.load(Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(1)).await;
-                let now = Instant::now();
-                let gap = u64::try_from((now - last).as_micros()).unwrap();
-                worst.fetch_max(gap, Ordering::Relaxed);
-                last = now;
+                on_beat();
+                count.fetch_add(1, Ordering::Relaxed);
             }
         }
     });
-    // The heartbeat starts beating before the work does.
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    let before = count.load(Ordering::Relaxed);
     let out = work.await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let during = count.load(Ordering::Relaxed) - before;
     stop.store(true, Ordering::Relaxed);
     beat.await.unwrap();
-    (out, Duration::from_micros(worst.load(Ordering::Relaxed)))
+    (out, during)
 }
