@@ -30,7 +30,7 @@ fn a_saturated_generator_never_holds_a_current_thread_runtime() {
     for strategy in STRATEGIES {
         current_thread().block_on(async {
             let (clock, builder) = manual(CAPPED, 1);
-            let generator = Arc::new(common::build(strategy, builder));
+            let generator = Arc::new(builder.build(strategy).unwrap());
             // The first failure stops every task: a generator that held the
             // thread costs one `max_wait`, not one for each of 1,000 tasks.
             let failed = Arc::new(AtomicBool::new(false));
@@ -91,7 +91,7 @@ fn a_wait_for_the_clock_is_a_sleep() {
                 sequence: 0,
             };
             let resume = layout.compose(fields).unwrap();
-            let generator = common::build(strategy, builder.resume_after(resume));
+            let generator = builder.resume_after(resume).build(strategy).unwrap();
             let id = moving_clock(&clock, generator.next_id_async()).await;
             let id = id.unwrap_or_else(|e| panic!("{strategy}: {e}"));
             assert!(id > resume, "{strategy}");
