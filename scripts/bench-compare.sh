@@ -30,20 +30,12 @@ source "$root/scripts/worktree.sh"
 dir_a=$(worktree "$rev_a" "$work")
 dir_b=$(worktree "$rev_b" "$work")
 
-# Both worktrees build the same package into one target directory, where
-# cargo tells them apart only by the files' modification times: rev-b's
-# files, checked out before rev-a was built, would look older than rev-a's
-# build, and rev-b would run rev-a's binary. So flakegen is rebuilt each time.
-bench() {
-  (cd "$1" && cargo clean --release --package flakegen --quiet && cargo bench --bench strategies -- "${@:2}")
-}
-
 echo "==> $rev_a ($(git -C "$dir_a" rev-parse --short HEAD)): saving baseline"
-bench "$dir_a" --save-baseline compare_a "$@" > "$work/a.log" 2>&1 ||
+bench_at "$dir_a" --save-baseline compare_a "$@" > "$work/a.log" 2>&1 ||
   { tail -20 "$work/a.log"; exit 1; }
 
 echo "==> $rev_b ($(git -C "$dir_b" rev-parse --short HEAD)): comparing"
-bench "$dir_b" --baseline-lenient compare_a "$@" > "$work/b.log" 2>&1 ||
+bench_at "$dir_b" --baseline-lenient compare_a "$@" > "$work/b.log" 2>&1 ||
   { tail -20 "$work/b.log"; exit 1; }
 
 # One line per benchmark: id, change in time [low estimate high], verdict.

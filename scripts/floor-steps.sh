@@ -33,10 +33,7 @@ for rev in "$@"; do
   rm -rf "$dir/benches"
   cp -r "$root/benches" "$dir/benches"
   echo "==> $rev ($(git -C "$dir" rev-parse --short HEAD))"
-  # Rebuilt every time: cargo tells the worktrees' builds apart only by
-  # the files' modification times (see bench-compare.sh).
-  (cd "$dir" && cargo clean --release --package flakegen --quiet &&
-    cargo bench --bench strategies -- floor) > "$work/$sha.log" 2>&1 ||
+  bench_at "$dir" floor > "$work/$sha.log" 2>&1 ||
     { tail -20 "$work/$sha.log"; exit 1; }
   sed -n '/^floor:/,$p' "$work/$sha.log"
   cp "$CARGO_TARGET_DIR/criterion/floor.json" "$work/$sha.json"
