@@ -19,7 +19,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use flakegen::lease::{self, Expect, Write};
+use flakegen::lease::{
+    self,
+    backend::{Expect, Write},
+};
 
 /// Measure renewal round trips and wake-up delays under load.
 #[derive(Parser)]

@@ -1,7 +1,8 @@
 //! Two revisions of flakegen in one process (`a` and `b`, renamed
 //! dependencies set up by bench-ab.sh), measured in interleaved rounds, so
 //! that the machine's drift over minutes slows both alike. Below the cap
-//! (a 22-bit sequence), one call per ID, on 1, 2 and 4 threads.
+//! (a 22-bit sequence), one call per ID, on 1, 2 and 4 threads, each
+//! strategy without a lease and with one held.
 
 use std::hint::black_box;
 use std::sync::Barrier;
@@ -39,33 +40,40 @@ fn quantile(values: &mut [f64], q: f64) -> f64 {
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
 
-/// One generator of each strategy from crate `$krate`, as contenders.
+/// One generator of each strategy from crate `$krate`, unleased and
+/// leased (from a `MemoryRegistry`, its lease held), as contenders. Each is
+/// called through its own type, as a program that names it does.
 macro_rules! contenders {
     ($krate:ident, $label:literal, $list:ident) => {{
         use $krate::IdGenerator;
+        fn contender<G: IdGenerator + 'static>(generator: G) -> Box<dyn Fn(u64) + Sync> {
+            let generator: &'static G = Box::leak(Box::new(generator));
+            Box::new(move |n| {
+                for _ in 0..n {
+                    black_box(generator.next_id().unwrap());
+                }
+            })
+        }
+        let name = |kind: &str, strategy: &str| -> &'static str {
+            Box::leak(format!("{kind}{strategy} {}", $label).into_boxed_str())
+        };
         let wide = $krate::Layout::builder()
             .worker_bits(0)
             .sequence_bits(22)
             .build_const();
-        let builder = $krate::Builder::new().layout(wide);
-        let atomic = Box::leak(Box::new(builder.clone().build_atomic().unwrap()));
-        let mutex = Box::leak(Box::new(builder.clone().build_mutex().unwrap()));
-        let ticker = Box::leak(Box::new(builder.build_ticker().unwrap()));
-        $list.push((concat!("atomic ", $label), Box::new(|n| {
-            for _ in 0..n {
-                black_box(atomic.next_id().unwrap());
+        let builder = |leased: bool| {
+            let unleased = $krate::Builder::new().layout(wide);
+            if !leased {
+                return unleased;
             }
-        })));
-        $list.push((concat!("mutex ", $label), Box::new(|n| {
-            for _ in 0..n {
-                black_box(mutex.next_id().unwrap());
-            }
-        })));
-        $list.push((concat!("ticker ", $label), Box::new(|n| {
-            for _ in 0..n {
-                black_box(ticker.next_id().unwrap());
-            }
-        })));
+            let registry = $krate::lease::MemoryRegistry::new();
+            unleased.lease($krate::lease::Lease::new(registry, "bench-ab"))
+        };
+        for (kind, leased) in [("", false), ("leased ", true)] {
+            $list.push((name(kind, "atomic"), contender(builder(leased).build_atomic().unwrap())));
+            $list.push((name(kind, "mutex"), contender(builder(leased).build_mutex().unwrap())));
+            $list.push((name(kind, "ticker"), contender(builder(leased).build_ticker().unwrap())));
+        }
     }};
 }
 
@@ -91,14 +99,14 @@ fn main() {
         for (at, (name, _)) in list.iter().enumerate() {
             let mut v = ns[at].clone();
             let (p25, p50, p75) = (quantile(&mut v, 0.25), quantile(&mut v, 0.5), quantile(&mut v, 0.75));
-            println!("  {name:<10} {p50:8.2} ({p25:.2}–{p75:.2})");
+            println!("  {name:<15} {p50:8.2} ({p25:.2}–{p75:.2})");
         }
         let half = list.len() / 2;
         for at in 0..half {
             let mut ratio: Vec<f64> = (0..rounds).map(|r| ns[half + at][r] / ns[at][r]).collect();
             let (p25, p50, p75) = (quantile(&mut ratio, 0.25), quantile(&mut ratio, 0.5), quantile(&mut ratio, 0.75));
             let strategy = list[at].0.trim_end_matches(" a");
-            println!("  {strategy:<6} b ÷ a, round by round: {p50:.3} ({p25:.3}–{p75:.3})");
+            println!("  {strategy:<13} b ÷ a, round by round: {p50:.3} ({p25:.3}–{p75:.3})");
         }
     }
 }

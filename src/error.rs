@@ -51,9 +51,13 @@ pub enum IssueError {
         /// The first instant the layout cannot represent, in ms since 1970.
         end_unix_millis: u64,
     },
-    /// The generator's worker-id lease could not be renewed, and it has
-    /// issued everything below its fence: issuing more could repeat another
-    /// holder's IDs. See [`IdGenerator::lease`](crate::IdGenerator::lease) for why.
+    /// The generator has issued everything below its lease's fence, and no
+    /// renewal or new lease lets it go further yet: issuing more could
+    /// repeat another holder's IDs. Nothing was consumed.
+    /// [`IdGenerator::lease`](crate::IdGenerator::lease) says why: renewals
+    /// failing (the registry unreachable), or the lease lost and being
+    /// leased again (it issues again once the new lease's IDs may start),
+    /// or lost for good with [`Lease::reacquire`](crate::lease::Lease::reacquire) off.
     LeaseLost {
         /// The fence reached, in ms since 1970.
         fence_unix_millis: u64,
@@ -101,9 +105,9 @@ impl fmt::Display for IssueError {
             ),
             IssueError::LeaseLost { fence_unix_millis } => write!(
                 f,
-                "the worker id's lease could not be renewed and this generator has reached its \
-                 fence (unix ms {fence_unix_millis}): check the lease registry (the generator's \
-                 lease() says why), then build a new generator to lease a worker id again"
+                "this generator has reached its lease's fence (unix ms {fence_unix_millis}) \
+                 with no renewal or new lease confirmed: retry shortly (it issues again once \
+                 one is); its lease() says why, and if it says Lost, build a new generator"
             ),
             IssueError::ShutDown => f.write_str(
                 "this generator was shut down and gave its worker id back: build a new \
@@ -157,6 +161,15 @@ pub enum BuildError {
     },
     /// A background thread (the ticker's, or a lease's keeper) could not be started.
     TickerSpawn(std::io::Error),
+    /// The leased id's previous holder left a fence past the layout's end:
+    /// nothing this generator could issue under it would fit. The lease was
+    /// given back.
+    FenceExhausted {
+        /// The worker id granted.
+        worker: u64,
+        /// The first instant the layout cannot represent, in ms since 1970.
+        end_unix_millis: u64,
+    },
     /// Both a worker id and a lease were given: a leased generator's worker
     /// id is the one the registry grants.
     WorkerAndLease,
@@ -219,6 +232,15 @@ impl fmt::Display for BuildError {
                 "could not start a background thread ({e}): raise the thread limit, \
                  or use the atomic strategy without a lease, which needs no thread"
             ),
+            BuildError::FenceExhausted {
+                worker,
+                end_unix_millis,
+            } => write!(
+                f,
+                "worker id {worker} is fenced past the layout's end (unix ms {end_unix_millis}): \
+                 its previous holder ran a clock far ahead, or the layout ran out of time; \
+                 check the clocks, or move to a layout with a later epoch or more timestamp bits"
+            ),
             BuildError::WorkerAndLease => f.write_str(
                 "both a worker id and a lease were given: drop Builder::worker, \
                  the lease chooses the worker id",
@@ -243,12 +265,6 @@ impl From<crate::lease::Refused> for BuildError {
         match refused {
             Refused::Invalid(reason) => BuildError::InvalidLease { reason },
             Refused::Lease(e) => BuildError::Lease(e),
-            Refused::FenceAhead { worker, wait_nanos } => {
-                BuildError::FenceAhead { worker, wait_nanos }
-            }
-            Refused::Exhausted { end_unix_millis } => {
-                BuildError::ResumeAfterExhausted { end_unix_millis }
-            }
             Refused::Spawn(e) => BuildError::TickerSpawn(e),
         }
     }

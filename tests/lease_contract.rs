@@ -22,7 +22,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::{DEFAULT_TIMEOUT, Expect, Lease, LeaseError, LeaseState, Registry, Write};
+use flakegen::lease::backend::{Expect, Registry, Snapshot, Write};
+use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
 use flakegen::{
     BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
     SystemClock,
@@ -328,8 +329,8 @@ fn a_healthy_lease_is_never_refused() {
     }
 }
 
-/// Rule 4 and rule 8: a lost lease runs to its fence, refuses, says why,
-/// and stays lost even once its record is gone.
+/// Rule 4 and rule 8, with re-acquiring off: a lost lease runs to its
+/// fence, refuses, says why, and stays lost even once its record is gone.
 #[test]
 fn a_lost_lease_runs_to_its_fence_and_is_never_taken_back() {
     let _serial = serial();
@@ -338,7 +339,7 @@ fn a_lost_lease_runs_to_its_fence_and_is_never_taken_back() {
             let ns = namespace("lost");
             store.fresh(&ns);
             let clock = ManualClock::new(SystemTime::now());
-            let g = common::build(strategy, store.leased(FOUR, &ns).clock(clock.clone()));
+            let g = common::build(strategy, store.leased_once(FOUR, &ns).clock(clock.clone()));
             store.steal(&ns, g.worker());
             eventually("the lease to be lost", || {
                 g.lease().unwrap().state == LeaseState::Lost
@@ -424,12 +425,12 @@ fn two_losses_within_a_ttl_keep_holders_apart() {
     let _serial = serial();
     for store in Store::all() {
         let ns = namespace("double");
-        let a = store.leased(ONE, &ns).build_atomic().unwrap();
+        let a = store.leased_once(ONE, &ns).build_atomic().unwrap();
         let mut ids = run_to_fence_or(&a, 20);
         store.lose_data();
         std::mem::forget(a); // paused for good: it never releases
         let b = store
-            .leased(ONE, &ns)
+            .leased_once(ONE, &ns)
             .max_wait(Duration::from_secs(2))
             .build_atomic()
             .unwrap();
@@ -459,7 +460,11 @@ fn a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew() {
     }
     for store in Store::all() {
         let ns = namespace("ahead-skew");
-        let a = store.leased(ONE, &ns).clock(Ahead).build_atomic().unwrap();
+        let a = store
+            .leased_once(ONE, &ns)
+            .clock(Ahead)
+            .build_atomic()
+            .unwrap();
         let mut a_ids = run_to_fence_or(&a, 20);
         thread::sleep(RENEW * 2);
         store.lose_data();
@@ -592,7 +597,7 @@ fn a_frozen_registry_costs_the_timeout_and_lease_says_why() {
 struct SlowSwap(Arc<dyn Registry>, std::sync::atomic::AtomicBool);
 
 impl Registry for SlowSwap {
-    fn read(&self, namespace: &str, workers: u64) -> Result<flakegen::lease::Snapshot, LeaseError> {
+    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
         self.0.read(namespace, workers)
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {

@@ -117,9 +117,31 @@ fn each_change_of_a_lease_is_one_event() {
     recorder.wait_for("lease recovered", 1);
     generator.next_id().unwrap();
 
-    // The registry loses its data: the next renewal finds the lease gone.
+    // The registry loses its data: the next renewal finds the lease gone,
+    // and the lease's thread leases the id again; the generator issues
+    // again once the new lease's IDs may start.
     registry.lose_data();
     recorder.wait_for("lease lost", 1);
+    recorder.wait_for("lease reacquired", 1);
+    let again = std::time::Instant::now() + Duration::from_secs(3);
+    while generator.next_id().is_err() {
+        assert!(std::time::Instant::now() < again, "never issued again");
+        thread::sleep(Duration::from_millis(10));
+    }
+    drop(generator);
+    recorder.wait_for("lease released", 1);
+
+    // With re-acquiring off, a loss is final: said once, and the fence.
+    let once = MemoryRegistry::new();
+    let generator = tracing::dispatcher::with_default(&dispatch, || {
+        Builder::new()
+            .layout(ONE)
+            .lease(lease(&once, "events").reacquire(false))
+            .build_atomic()
+            .unwrap()
+    });
+    once.lose_data();
+    recorder.wait_for("lease lost", 2);
     recorder.wait_for("lease fence reached", 2);
     thread::sleep(Duration::from_millis(150));
     drop(generator);
@@ -135,7 +157,7 @@ fn each_change_of_a_lease_is_one_event() {
     });
     generator.next_id().unwrap();
     generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
-    recorder.wait_for("lease released", 1);
+    recorder.wait_for("lease released", 2);
 
     let counts: Vec<_> = [
         "lease acquired",
@@ -143,6 +165,8 @@ fn each_change_of_a_lease_is_one_event() {
         "lease fence reached",
         "lease recovered",
         "lease lost",
+        "lease reacquired",
+        "lease reacquisition failing",
         "lease released",
         "lease not released",
     ]
@@ -152,12 +176,14 @@ fn each_change_of_a_lease_is_one_event() {
     assert_eq!(
         counts,
         [
-            ("lease acquired", 2),
+            ("lease acquired", 3),
             ("lease renewals failing", 1),
             ("lease fence reached", 2),
             ("lease recovered", 1),
-            ("lease lost", 1),
-            ("lease released", 1),
+            ("lease lost", 2),
+            ("lease reacquired", 1),
+            ("lease reacquisition failing", 0),
+            ("lease released", 2),
             // Dropped after its loss: nothing of its own to release.
             ("lease not released", 0),
         ]

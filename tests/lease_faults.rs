@@ -2,13 +2,19 @@
 //!
 //! Six helper processes contend for four worker ids with a 1 s TTL, each
 //! holding a lease for a random while, releasing it and leasing again, on
-//! clocks offset from each other within the skew allowance. Meanwhile the
-//! driver injects faults at random: `SIGSTOP` (past the TTL, often) and
-//! `SIGKILL` of holders, server freezes (`SIGSTOP` of the server), server
-//! restarts one at a time and in bursts (Redis comes back empty: a loss),
-//! and `TRUNCATE` bursts on PostgreSQL (a loss). At the end, one merged
-//! check of every ID: no duplicates; no two leases of one worker id whose
-//! IDs interleave; no ID at or past the fence its lease held.
+//! clocks offset from each other within the skew allowance. Beside them, in
+//! a namespace of their own, three helpers build one generator each and
+//! never rebuild it: when their lease is lost they rely on the generator
+//! leasing again by itself (healing). Meanwhile the driver injects faults at
+//! random: `SIGSTOP` (past the TTL, often) and `SIGKILL` of holders, server
+//! freezes (`SIGSTOP` of the server), server restarts one at a time and in
+//! bursts (Redis comes back empty: a loss), and `TRUNCATE` bursts on
+//! PostgreSQL (a loss). At the end, one merged check of every ID, per
+//! namespace: no duplicates; no two leases of one worker id whose IDs
+//! interleave; no ID at or past the fence its lease held. And after every
+//! loss, each never-rebuilding helper issues again, under a new lease,
+//! within the TTL, the skew allowance and 2 s (unless another fault, or a
+//! pause of its own, came within that time).
 //!
 //! The helpers are this test binary itself, run again with `--helper`: it
 //! leases a worker id and writes every ID it issues to a file (so the
@@ -24,14 +30,16 @@
 //! same moments (the processes' timing still varies). Default: 30 s per
 //! backend and a random seed.
 //!
-//! A helper's file:
+//! A helper's file (times are real, in ns since 1970; a lease is known by
+//! its worker id and where its IDs start, in ms):
 //!
 //! ```text
-//! lease <worker> <ns>                     a lease was acquired (real time)
-//! <id>                                    an ID issued under it, one per line
-//! fence <unix ms>                         the confirmed fence moved
-//! end <worker> <first ns> <last ns> <count> <released|lost>
-//!                                         the lease ended
+//! lease <worker> <starts ms> <fence ms> <at>   a lease acquired, by a build or by healing
+//! at <at>                                      the IDs below were issued then
+//! <id>                                         an ID, one per line
+//! fence <worker> <starts ms> <fence ms>        that lease's confirmed fence moved (from the
+//!                                              generator's status, and the loss event)
+//! end <released|lost>                          a rebuilding helper dropped its generator
 //! ```
 
 use std::process::ExitCode;
@@ -60,6 +68,7 @@ mod helper {
     use std::fs::File;
     use std::io::{BufWriter, Write};
     use std::process::ExitCode;
+    use std::sync::{Arc, Mutex};
     use std::thread;
     use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -90,6 +99,10 @@ mod helper {
             .map_or(0, |d| d.as_nanos())
     }
 
+    fn unix_ms(time: SystemTime) -> u128 {
+        time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())
+    }
+
     /// Random hold and rest times; no need for a crate.
     struct XorShift(u64);
 
@@ -109,7 +122,8 @@ mod helper {
         pub worker_bits: u32,
         pub duration_ms: u64,
         pub out: String,
-        /// Release and lease again after holding this long (ms); `None`: hold on.
+        /// Release and lease again after holding this long (ms); `None`:
+        /// one generator, never rebuilt, that heals when its lease is lost.
         pub hold_ms: Option<(u64, u64)>,
         pub clock_offset_ms: i64,
         pub max_wait_ms: u64,
@@ -170,9 +184,86 @@ mod helper {
         }
     }
 
+    type Out = Arc<Mutex<BufWriter<File>>>;
+
+    /// Writes a `lease` line for each lease acquired, as the lease's thread
+    /// says it: by a build ("lease acquired") or by healing ("lease
+    /// reacquired"); and a `fence` line for each lease lost.
+    struct Leases(Out);
+
+    struct Fields {
+        message: String,
+        worker: u64,
+        starts: u64,
+        fence: u64,
+    }
+
+    impl tracing::field::Visit for Fields {
+        fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
+            match field.name() {
+                "worker" => self.worker = value,
+                "starts_unix_ms" => self.starts = value,
+                "fence_unix_ms" => self.fence = value,
+                _ => {}
+            }
+        }
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.message = format!("{value:?}");
+            }
+        }
+    }
+
+    impl tracing::Subscriber for Leases {
+        fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+            metadata.target() == "flakegen::lease"
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, event: &tracing::Event<'_>) {
+            let mut fields = Fields {
+                message: String::new(),
+                worker: 0,
+                starts: 0,
+                fence: 0,
+            };
+            event.record(&mut fields);
+            if fields.message.starts_with("lease lost") {
+                // A lost lease's last confirmed fence: the generator's
+                // status shows the newest lease, not this one, from now on.
+                let mut out = self.0.lock().unwrap();
+                let _ = writeln!(
+                    out,
+                    "fence {} {} {}",
+                    fields.worker, fields.starts, fields.fence
+                );
+                let _ = out.flush();
+            } else if fields.message.starts_with("lease acquired")
+                || fields.message.starts_with("lease reacquired")
+            {
+                let mut out = self.0.lock().unwrap();
+                let _ = writeln!(
+                    out,
+                    "lease {} {} {} {}",
+                    fields.worker,
+                    fields.starts,
+                    fields.fence,
+                    real_nanos()
+                );
+                let _ = out.flush();
+            }
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+
     fn record(orders: &Orders) -> Result<(), Box<dyn std::error::Error>> {
         let layout = Layout::builder().worker_bits(orders.worker_bits).build()?;
-        let mut file = BufWriter::new(File::create(&orders.out)?);
+        let out: Out = Arc::new(Mutex::new(BufWriter::new(File::create(&orders.out)?)));
+        let _events = tracing::subscriber::set_default(Leases(Arc::clone(&out)));
         let deadline = Instant::now() + Duration::from_millis(orders.duration_ms);
         let mut random = XorShift((real_nanos() as u64 ^ u64::from(std::process::id()) << 32) | 1);
         let mut batch = [Snowflake::default(); 20];
@@ -197,15 +288,12 @@ mod helper {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let worker = generator.worker();
-            writeln!(file, "lease {worker} {}", real_nanos())?;
             // Held for a while from its first ID: a lease that starts at a
             // fence ahead waits for it first.
             let hold = orders
                 .hold_ms
                 .map(|(low, high)| Duration::from_millis(random.between(low, high)));
             let mut until = None;
-            let (mut first, mut last, mut count) = (None, 0, 0u64);
             let mut fence = None;
             let reason = loop {
                 let now = Instant::now();
@@ -213,37 +301,40 @@ mod helper {
                     break "released";
                 }
                 match generator.next_ids(&mut batch) {
-                    Ok(()) => {}
-                    Err(IssueError::LeaseLost { .. }) => break "lost",
-                    // A fence ahead after a loss, past max_wait: a new lease.
-                    Err(IssueError::ClockBehind { .. }) => break "lost",
+                    Ok(()) => {
+                        let mut out = out.lock().unwrap();
+                        writeln!(out, "at {}", real_nanos())?;
+                        for id in &batch {
+                            writeln!(out, "{id}")?;
+                        }
+                        until = until.or_else(|| hold.map(|hold| Instant::now() + hold));
+                    }
+                    // A rebuilding helper builds again; one that never
+                    // rebuilds waits for its generator to heal.
+                    Err(IssueError::LeaseLost { .. } | IssueError::ClockBehind { .. })
+                        if hold.is_some() =>
+                    {
+                        break "lost";
+                    }
+                    Err(IssueError::LeaseLost { .. } | IssueError::ClockBehind { .. }) => {}
                     Err(e) => return Err(e.into()),
                 }
-                let at = real_nanos();
-                first.get_or_insert(at);
-                until = until.or_else(|| hold.map(|hold| Instant::now() + hold));
-                last = at;
-                count += batch.len() as u64;
-                for id in &batch {
-                    writeln!(file, "{id}")?;
-                }
-                let confirmed = generator.lease().map(|s| s.fence);
-                if confirmed != fence {
-                    fence = confirmed;
-                    if let Some(ms) = fence.and_then(|f| f.duration_since(UNIX_EPOCH).ok()) {
-                        writeln!(file, "fence {}", ms.as_millis())?;
+                if let Some(status) = generator.lease() {
+                    let now = (status.worker, unix_ms(status.starts), unix_ms(status.fence));
+                    if fence != Some(now) {
+                        fence = Some(now);
+                        writeln!(out.lock().unwrap(), "fence {} {} {}", now.0, now.1, now.2)?;
                     }
                 }
-                file.flush()?;
+                out.lock().unwrap().flush()?;
                 thread::sleep(Duration::from_millis(1));
             };
-            writeln!(
-                file,
-                "end {worker} {} {last} {count} {reason}",
-                first.unwrap_or(0)
-            )?;
-            // Written down before the release, which the next holder may be waiting on.
-            file.flush()?;
+            {
+                let mut out = out.lock().unwrap();
+                writeln!(out, "end {reason}")?;
+                // Written down before the release, which the next holder may be waiting on.
+                out.flush()?;
+            }
             // Best effort, as for any service: a release that fails leaves
             // the lease to expire, its fence where it was.
             let _ = generator.shutdown().wait(Duration::from_secs(5));
@@ -323,60 +414,92 @@ mod faults {
         }
     }
 
-    /// The helpers' layout for `--worker-bits N`: Twitter's otherwise.
+    /// The helpers' layout: Twitter's, with `worker_bits` worker bits.
     fn layout(worker_bits: u32) -> Layout {
         Layout::builder().worker_bits(worker_bits).build().unwrap()
     }
 
+    /// The two groups of helpers, each in a namespace of its own.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Group {
+        /// Six helpers for four ids, each building, holding a while,
+        /// releasing and building again: contention and takeovers.
+        Rebuilding,
+        /// Three helpers for four ids, each with one generator for the
+        /// whole run, which heals after every loss.
+        Healing,
+    }
+
+    impl Group {
+        fn name(self) -> &'static str {
+            match self {
+                Group::Rebuilding => "rebuilding",
+                Group::Healing => "healing",
+            }
+        }
+    }
+
+    struct Helper {
+        child: Child,
+        out: PathBuf,
+        group: Group,
+        started_ns: u128,
+    }
+
+    /// A fault the driver injected, in real time (ns since 1970).
+    #[derive(Clone, Debug)]
+    struct Fault {
+        kind: &'static str,
+        start_ns: u128,
+        end_ns: u128,
+        /// The helper it was put on, if one.
+        helper: Option<usize>,
+        /// It loses the registry's data: every lease is lost.
+        loss: bool,
+    }
+
     struct Scenario {
         backend: Backend,
-        name: &'static str,
-        namespace: String,
+        stamp: String,
         dir: PathBuf,
         worker_bits: u32,
-        processes: Vec<(Child, PathBuf)>,
+        helpers: Vec<Helper>,
     }
 
     impl Scenario {
-        fn new(backend: Backend, name: &'static str, worker_bits: u32) -> Scenario {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_nanos();
-            let namespace = format!("{name}-{}-{nanos}", std::process::id());
-            let dir = std::env::temp_dir().join(format!("flakegen-faults-{namespace}"));
+        fn new(backend: Backend, worker_bits: u32) -> Scenario {
+            let nanos = super::helper::real_nanos();
+            let stamp = format!("{}-{nanos}", std::process::id());
+            let dir = std::env::temp_dir().join(format!("flakegen-faults-{stamp}"));
             fs::create_dir_all(&dir).unwrap();
             Scenario {
                 backend,
-                name,
-                namespace,
+                stamp,
                 dir,
                 worker_bits,
-                processes: vec![],
+                helpers: vec![],
             }
         }
 
-        /// Starts a helper (this binary, with `--helper`) holding leases for
+        fn namespace(&self, group: Group) -> String {
+            format!("{}-{}", group.name(), self.stamp)
+        }
+
+        /// Starts a helper (this binary, with `--helper`) of `group` for
         /// `duration_ms`; returns its index.
-        fn spawn(
-            &mut self,
-            duration_ms: u64,
-            hold_ms: Option<(u64, u64)>,
-            clock_offset_ms: i64,
-            max_wait_ms: u64,
-        ) -> usize {
-            let index = self.processes.len();
+        fn spawn(&mut self, group: Group, duration_ms: u64, clock_offset_ms: i64) -> usize {
+            let index = self.helpers.len();
             let out = self.dir.join(format!("{index}.ids"));
             let log = fs::File::create(self.dir.join(format!("{index}.log"))).unwrap();
             let orders = Orders {
                 url: self.backend.url(),
-                namespace: self.namespace.clone(),
+                namespace: self.namespace(group),
                 worker_bits: self.worker_bits,
                 duration_ms,
                 out: out.display().to_string(),
-                hold_ms,
+                hold_ms: (group == Group::Rebuilding).then_some((100, 600)),
                 clock_offset_ms,
-                max_wait_ms,
+                max_wait_ms: 3_000,
             };
             // The running binary, even if a rebuild has replaced its file since.
             let this = if Path::new("/proc/self/exe").exists() {
@@ -390,195 +513,302 @@ mod faults {
                 .stderr(log)
                 .spawn()
                 .unwrap();
-            self.processes.push((child, out));
+            self.helpers.push(Helper {
+                child,
+                out,
+                group,
+                started_ns: super::helper::real_nanos(),
+            });
             index
         }
 
         fn signal(&self, index: usize, signal: &str) {
-            let pid = self.processes[index].0.id().to_string();
+            let pid = self.helpers[index].child.id().to_string();
             let status = Command::new("kill").args([signal, &pid]).status().unwrap();
             assert!(status.success());
         }
 
-        /// Waits for every helper (at most 30 s), then reads and checks all that
-        /// they wrote. `killed` helpers are expected to have died.
-        fn finish(mut self, killed: &[usize]) -> Outcome {
+        /// Waits for every helper (at most 30 s), then reads and checks all
+        /// that they wrote. `killed` helpers are expected to have died.
+        fn finish(mut self, killed: &[usize], faults: &[Fault], ended_ns: u128) {
             let deadline = Instant::now() + Duration::from_secs(30);
-            for (index, (child, _)) in self.processes.iter_mut().enumerate() {
+            for (index, helper) in self.helpers.iter_mut().enumerate() {
                 let status = loop {
-                    if let Some(status) = child.try_wait().unwrap() {
+                    if let Some(status) = helper.child.try_wait().unwrap() {
                         break status;
                     }
                     if Instant::now() > deadline {
-                        let _ = child.kill();
-                        panic!("{}: helper {index} did not finish", self.name);
+                        let _ = helper.child.kill();
+                        panic!("helper {index} did not finish");
                     }
                     thread::sleep(Duration::from_millis(20));
                 };
                 if !killed.contains(&index) {
                     let log = fs::read_to_string(self.dir.join(format!("{index}.log"))).unwrap();
-                    assert!(
-                        status.success(),
-                        "{}: helper {index} failed: {log}",
-                        self.name
-                    );
-                    assert!(
-                        !log.contains("panicked"),
-                        "{}: helper {index}: {log}",
-                        self.name
-                    );
+                    assert!(status.success(), "helper {index} failed: {log}");
+                    assert!(!log.contains("panicked"), "helper {index}: {log}");
                 }
             }
-            let processes: Vec<Vec<Lease>> = self
-                .processes
+            let layout = layout(self.worker_bits);
+            let processes: Vec<Process> = self
+                .helpers
                 .iter()
-                .map(|(_, out)| parse(&fs::read_to_string(out).unwrap_or_default()))
+                .map(|h| Process::parse(&fs::read_to_string(&h.out).unwrap_or_default(), &layout))
                 .collect();
-            let outcome = Outcome::check(
-                self.name,
+            for group in [Group::Rebuilding, Group::Healing] {
+                let members: Vec<&Process> = processes
+                    .iter()
+                    .zip(&self.helpers)
+                    .filter(|(_, h)| h.group == group)
+                    .map(|(p, _)| p)
+                    .collect();
+                let context = format!("{}/{}", self.backend.name(), group.name());
+                check(&context, &layout, &members);
+            }
+            heal_check(
                 self.backend,
-                &layout(self.worker_bits),
-                processes,
+                &self.helpers,
+                &processes,
+                killed,
+                faults,
+                ended_ns,
             );
             fs::remove_dir_all(&self.dir).unwrap();
-            outcome
         }
     }
 
-    /// One lease as a helper recorded it.
+    /// One lease as a helper recorded it: known by its worker id and where
+    /// its IDs start.
     #[derive(Debug, Default)]
     struct Lease {
         worker: u64,
-        ids: Vec<u64>,
+        starts_ms: u64,
         /// The highest confirmed fence seen, ms.
         fence_ms: u64,
-        /// Real time of the first and last IDs, if the lease ended cleanly.
-        first_ns: Option<u128>,
-        last_ns: Option<u128>,
-        lost: bool,
+        /// When it was acquired (real ns).
+        acquired_ns: u128,
+        /// Its IDs, with when each was issued (real ns).
+        ids: Vec<(u64, u128)>,
     }
 
-    fn parse(text: &str) -> Vec<Lease> {
-        let mut leases: Vec<Lease> = vec![];
-        for line in text.lines() {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            match words.as_slice() {
-                ["lease", worker, _at] => leases.push(Lease {
-                    worker: worker.parse().unwrap(),
-                    ..Lease::default()
-                }),
-                ["fence", ms] => {
-                    let lease = leases.last_mut().unwrap();
-                    lease.fence_ms = lease.fence_ms.max(ms.parse().unwrap());
+    /// What one helper process wrote.
+    #[derive(Debug, Default)]
+    struct Process {
+        leases: Vec<Lease>,
+        /// IDs below the start of every lease of theirs on their worker id.
+        orphans: Vec<u64>,
+    }
+
+    impl Process {
+        fn parse(text: &str, layout: &Layout) -> Process {
+            let mut process = Process::default();
+            let mut at = 0;
+            let mut ids = vec![];
+            for line in text.lines() {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                let number = |i: usize| words[i].parse::<u128>().unwrap();
+                match words.as_slice() {
+                    ["lease", _, _, _, _] => process.leases.push(Lease {
+                        worker: number(1) as u64,
+                        starts_ms: number(2) as u64,
+                        fence_ms: number(3) as u64,
+                        acquired_ns: number(4),
+                        ids: vec![],
+                    }),
+                    ["fence", _, _, _] => {
+                        let (worker, starts) = (number(1) as u64, number(2) as u64);
+                        if let Some(lease) = process
+                            .leases
+                            .iter_mut()
+                            .rev()
+                            .find(|l| l.worker == worker && l.starts_ms == starts)
+                        {
+                            lease.fence_ms = lease.fence_ms.max(number(3) as u64);
+                        }
+                    }
+                    ["at", _] => at = number(1),
+                    [id] if id.bytes().all(|b| b.is_ascii_digit()) => {
+                        ids.push((id.parse::<u64>().unwrap(), at));
+                    }
+                    // `end` lines, and a line cut short by SIGKILL.
+                    _ => {}
                 }
-                ["end", _, first, last, _, reason] => {
-                    let lease = leases.last_mut().unwrap();
-                    lease.first_ns = Some(first.parse().unwrap());
-                    lease.last_ns = Some(last.parse().unwrap());
-                    lease.lost = *reason == "lost";
-                }
-                [id] => leases.last_mut().unwrap().ids.push(id.parse().unwrap()),
-                // A line cut short by SIGKILL.
-                _ => {}
             }
-        }
-        leases
-    }
-
-    /// What a scenario produced.
-    struct Outcome {
-        processes: Vec<Vec<Lease>>,
-        ids: usize,
-        leases: usize,
-        takeovers: usize,
-        lost: usize,
-    }
-
-    impl Outcome {
-        fn check(
-            name: &str,
-            backend: Backend,
-            layout: &Layout,
-            processes: Vec<Vec<Lease>>,
-        ) -> Outcome {
-            let context = format!("{name}/{}", backend.name());
-            // No duplicates: sort and scan.
-            let mut all: Vec<u64> = processes
-                .iter()
-                .flatten()
-                .flat_map(|l| l.ids.iter().copied())
-                .collect();
-            all.sort_unstable();
-            let duplicates = all.windows(2).filter(|w| w[0] == w[1]).count();
-
-            // No interleaving holders: the leases of one worker id, each as
-            // the range of its IDs, must not overlap. The fences promise
-            // exactly this, whatever the clocks read.
-            let mut interleavings = 0;
-            let mut takeovers = 0;
-            for worker in 0..=layout.max_worker() {
-                let mut ranges: Vec<(u64, u64, usize)> = processes
-                    .iter()
+            // Each ID belongs to the lease of its worker id whose IDs start
+            // latest at or before its timestamp: the leases of one id
+            // partition time (each starts at or past the fences before it).
+            for (id, at) in ids {
+                let fields = layout.decode(Snowflake::from_u64(id)).unwrap();
+                let ms = layout.unix_millis_of(fields.timestamp);
+                // Of leases that start alike, the later: an earlier one
+                // issued nothing past that start.
+                let owner = process
+                    .leases
+                    .iter_mut()
                     .enumerate()
-                    .flat_map(|(p, leases)| leases.iter().map(move |l| (p, l)))
-                    .filter(|(_, l)| l.worker == worker && !l.ids.is_empty())
-                    .map(|(p, l)| {
-                        (
-                            *l.ids.iter().min().unwrap(),
-                            *l.ids.iter().max().unwrap(),
-                            p,
-                        )
-                    })
-                    .collect();
-                ranges.sort_unstable();
-                for pair in ranges.windows(2) {
-                    if pair[0].1 >= pair[1].0 {
-                        interleavings += 1;
-                        eprintln!(
-                            "{context}: worker {worker}: processes {} and {} interleave",
-                            pair[0].2, pair[1].2
-                        );
-                    }
-                }
-                takeovers += ranges.windows(2).filter(|w| w[0].2 != w[1].2).count();
-            }
-
-            // Nothing at or past the fence a lease held.
-            let mut past_fence = 0;
-            for lease in processes.iter().flatten() {
-                for &id in &lease.ids {
-                    let fields = layout.decode(Snowflake::from_u64(id)).unwrap();
-                    assert_eq!(fields.worker, lease.worker, "{context}");
-                    if layout.unix_millis_of(fields.timestamp) >= lease.fence_ms {
-                        past_fence += 1;
-                    }
+                    .filter(|(_, l)| l.worker == fields.worker && l.starts_ms <= ms)
+                    .max_by_key(|(i, l)| (l.starts_ms, *i));
+                match owner {
+                    Some((_, lease)) => lease.ids.push((id, at)),
+                    None => process.orphans.push(id),
                 }
             }
-            let outcome = Outcome {
-                ids: all.len(),
-                leases: processes.iter().map(Vec::len).sum(),
-                takeovers,
-                lost: processes.iter().flatten().filter(|l| l.lost).count(),
-                processes,
-            };
-            println!(
-                "  {context}: {} processes, {} IDs, {} leases, {} takeovers, {} lost; \
-                 {duplicates} duplicates, {interleavings} interleavings, {past_fence} past the fence",
-                outcome.processes.len(),
-                outcome.ids,
-                outcome.leases,
-                outcome.takeovers,
-                outcome.lost
-            );
-            assert_eq!(duplicates, 0, "{context}: {duplicates} duplicate IDs");
-            assert_eq!(interleavings, 0, "{context}: {interleavings} interleavings");
-            assert_eq!(
-                past_fence, 0,
-                "{context}: {past_fence} IDs past their fence"
-            );
-            outcome
+            process
         }
     }
+
+    /// One namespace's IDs: no duplicates, no interleaving holders of one
+    /// id, nothing past its lease's fence or before its start.
+    fn check(context: &str, layout: &Layout, processes: &[&Process]) {
+        let mut all: Vec<u64> = processes
+            .iter()
+            .flat_map(|p| p.leases.iter().flat_map(|l| l.ids.iter().map(|i| i.0)))
+            .chain(processes.iter().flat_map(|p| p.orphans.iter().copied()))
+            .collect();
+        all.sort_unstable();
+        let duplicates = all.windows(2).filter(|w| w[0] == w[1]).count();
+        let before_start: usize = processes.iter().map(|p| p.orphans.len()).sum();
+
+        // The leases of one worker id, each as the range of its IDs, must
+        // not overlap. The fences promise exactly this, whatever the clocks read.
+        let mut interleavings = 0;
+        let mut takeovers = 0;
+        for worker in 0..=layout.max_worker() {
+            let mut ranges: Vec<(u64, u64, usize)> = processes
+                .iter()
+                .enumerate()
+                .flat_map(|(p, process)| process.leases.iter().map(move |l| (p, l)))
+                .filter(|(_, l)| l.worker == worker && !l.ids.is_empty())
+                .map(|(p, l)| {
+                    let first = l.ids.iter().map(|i| i.0).min().unwrap();
+                    (first, l.ids.iter().map(|i| i.0).max().unwrap(), p)
+                })
+                .collect();
+            ranges.sort_unstable();
+            for pair in ranges.windows(2) {
+                if pair[0].1 >= pair[1].0 {
+                    interleavings += 1;
+                    eprintln!(
+                        "{context}: worker {worker}: processes {} and {} interleave",
+                        pair[0].2, pair[1].2
+                    );
+                }
+            }
+            takeovers += ranges.windows(2).filter(|w| w[0].2 != w[1].2).count();
+        }
+
+        let mut past_fence = 0;
+        for lease in processes.iter().flat_map(|p| &p.leases) {
+            for &(id, _) in &lease.ids {
+                let fields = layout.decode(Snowflake::from_u64(id)).unwrap();
+                if layout.unix_millis_of(fields.timestamp) >= lease.fence_ms {
+                    past_fence += 1;
+                }
+            }
+        }
+        let leases: Vec<&Lease> = processes.iter().flat_map(|p| &p.leases).collect();
+        println!(
+            "  {context}: {} processes, {} IDs, {} leases, {} takeovers; {duplicates} \
+             duplicates, {interleavings} interleavings, {past_fence} past the fence, \
+             {before_start} before their start",
+            processes.len(),
+            all.len(),
+            leases.len(),
+            takeovers,
+        );
+        assert_eq!(duplicates, 0, "{context}: {duplicates} duplicate IDs");
+        assert_eq!(interleavings, 0, "{context}: {interleavings} interleavings");
+        assert_eq!(
+            past_fence, 0,
+            "{context}: {past_fence} IDs past their fence"
+        );
+        assert_eq!(
+            before_start, 0,
+            "{context}: {before_start} IDs before their start"
+        );
+    }
+
+    /// How soon after a loss a helper that never rebuilds must issue again,
+    /// under a new lease: the TTL, the skew allowance and 2 s.
+    const HEAL_BOUND: Duration =
+        Duration::from_millis(super::helper::TTL_MS + super::helper::SKEW_MS + 2_000);
+
+    /// After every loss that no other fault followed within [`HEAL_BOUND`],
+    /// each healing helper that ran throughout, unpaused, issued an ID
+    /// under a lease acquired after the loss began, within the bound.
+    fn heal_check(
+        backend: Backend,
+        helpers: &[Helper],
+        processes: &[Process],
+        killed: &[usize],
+        faults: &[Fault],
+        ended_ns: u128,
+    ) {
+        let bound = HEAL_BOUND.as_nanos();
+        let (mut checked, mut longest) = (0, 0u128);
+        for loss in faults.iter().filter(|f| f.loss) {
+            let window = loss.end_ns..=loss.end_ns + bound;
+            if *window.end() > ended_ns {
+                continue;
+            }
+            let disturbed = faults.iter().any(|f| {
+                !std::ptr::eq(f, loss) && f.helper.is_none() && window.contains(&f.start_ns)
+            });
+            if disturbed {
+                continue;
+            }
+            for (index, (helper, process)) in helpers.iter().zip(processes).enumerate() {
+                let paused = faults.iter().any(|f| {
+                    f.helper == Some(index)
+                        && f.start_ns <= *window.end()
+                        && f.end_ns >= loss.start_ns
+                });
+                if helper.group != Group::Healing
+                    || killed.contains(&index)
+                    || paused
+                    || helper.started_ns >= loss.start_ns
+                {
+                    continue;
+                }
+                let again = process
+                    .leases
+                    .iter()
+                    .filter(|l| l.acquired_ns > loss.start_ns)
+                    .flat_map(|l| &l.ids)
+                    .map(|&(_, at)| at)
+                    .filter(|&at| at > loss.end_ns)
+                    .min();
+                let Some(at) = again else {
+                    panic!(
+                        "{}: healing helper {index} never issued again after the {} ending \
+                         at {}",
+                        backend.name(),
+                        loss.kind,
+                        loss.end_ns
+                    );
+                };
+                let took = at - loss.end_ns;
+                assert!(
+                    took <= bound,
+                    "{}: healing helper {index} issued again {} ms after the {}, past {} ms",
+                    backend.name(),
+                    took / 1_000_000,
+                    loss.kind,
+                    bound / 1_000_000
+                );
+                checked += 1;
+                longest = longest.max(took);
+            }
+        }
+        println!(
+            "  {}/healing: {checked} heals checked after losses, the longest {} ms from a \
+             loss to issuing again (bound {} ms)",
+            backend.name(),
+            longest / 1_000_000,
+            bound / 1_000_000
+        );
+    }
+
     /// A small deterministic generator: the same seed, the same faults.
     struct Random(u64);
 
@@ -591,21 +821,23 @@ mod faults {
         }
     }
 
-    /// Contending helpers under random faults for `duration`, then the check.
+    /// Contending and healing helpers under random faults for `duration`,
+    /// then the checks.
     fn randomized(backend: Backend, seed: u64, duration: Duration) {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let mut scenario = Scenario::new(backend, "random", 2);
+        let mut scenario = Scenario::new(backend, 2);
         let started = Instant::now();
         let left_ms =
             |started: Instant| duration.saturating_sub(started.elapsed()).as_millis() as u64;
         // Clocks that disagree, within the skew allowance.
         let skew = super::helper::SKEW_MS as i64;
         let offset = |random: &mut Random| random.between(0, skew as u64) as i64 - skew / 2;
-        for _ in 0..6 {
+        for group in [[Group::Rebuilding; 6].as_slice(), &[Group::Healing; 3]].concat() {
             let o = offset(&mut random);
-            scenario.spawn(left_ms(started), Some((100, 600)), o, 3_000);
+            scenario.spawn(group, left_ms(started), o);
         }
-        let mut faults: std::collections::BTreeMap<&str, u32> = Default::default();
+        let now = super::helper::real_nanos;
+        let mut faults: Vec<Fault> = vec![];
         let mut paused: Vec<(usize, Instant)> = vec![];
         let mut killed: Vec<usize> = vec![];
         while started.elapsed() + Duration::from_millis(2_500) < duration {
@@ -617,36 +849,47 @@ mod faults {
                 }
                 !done
             });
-            let live: Vec<usize> = (0..scenario.processes.len())
+            let live: Vec<usize> = (0..scenario.helpers.len())
                 .filter(|i| !killed.contains(i) && !paused.iter().any(|(p, _)| p == i))
                 .collect();
             let pick = live[random.between(0, live.len() as u64) as usize];
-            let kind = match random.between(0, 7) {
+            let start_ns = now();
+            let (kind, helper, loss) = match random.between(0, 7) {
                 0 => {
                     // Often past the TTL, so the id is taken meanwhile.
                     let pause = Duration::from_millis(random.between(300, 2_500));
                     scenario.signal(pick, "-STOP");
                     paused.push((pick, Instant::now() + pause));
-                    "holder paused"
+                    let end_ns = now() + pause.as_nanos();
+                    faults.push(Fault {
+                        kind: "holder paused",
+                        start_ns,
+                        end_ns,
+                        helper: Some(pick),
+                        loss: false,
+                    });
+                    continue;
                 }
                 1 => {
                     scenario.signal(pick, "-KILL");
                     killed.push(pick);
                     let o = offset(&mut random);
-                    scenario.spawn(left_ms(started), Some((100, 600)), o, 3_000);
-                    "holder killed"
+                    let group = scenario.helpers[pick].group;
+                    scenario.spawn(group, left_ms(started), o);
+                    ("holder killed", Some(pick), false)
                 }
                 2 => {
                     let pids = backend.server_pids();
                     signal_all(&pids, "-STOP");
                     thread::sleep(Duration::from_millis(random.between(300, 2_500)));
                     signal_all(&pids, "-CONT");
-                    "server frozen"
+                    ("server frozen", None, false)
                 }
                 3 => {
                     backend.services("stop");
                     backend.services("start");
-                    "server restarted"
+                    // Redis runs without persistence: a restart is a loss.
+                    ("server restarted", None, backend.name() == "redis")
                 }
                 4 => {
                     for _ in 0..random.between(2, 4) {
@@ -654,7 +897,7 @@ mod faults {
                         backend.services("start");
                         thread::sleep(Duration::from_millis(random.between(100, 400)));
                     }
-                    "restart burst"
+                    ("restart burst", None, backend.name() == "redis")
                 }
                 6 => {
                     // Displaced, then a loss: the holder comes back to a
@@ -664,39 +907,52 @@ mod faults {
                     thread::sleep(Duration::from_millis(random.between(ttl + 200, ttl + 800)));
                     backend.lose_data();
                     scenario.signal(pick, "-CONT");
-                    "holder displaced, then a loss"
+                    faults.push(Fault {
+                        kind: "holder paused",
+                        start_ns,
+                        end_ns: now(),
+                        helper: Some(pick),
+                        loss: false,
+                    });
+                    ("holder displaced, then a loss", None, true)
+                }
+                _ if backend.name() == "postgres" => {
+                    for _ in 0..random.between(1, 4) {
+                        backend.lose_data();
+                        thread::sleep(Duration::from_millis(random.between(50, 300)));
+                    }
+                    ("truncate burst", None, true)
                 }
                 _ => {
-                    #[cfg(feature = "postgres")]
-                    if backend.name() == "postgres" {
-                        for _ in 0..random.between(1, 4) {
-                            backend.lose_data();
-                            thread::sleep(Duration::from_millis(random.between(50, 300)));
-                        }
-                        *faults.entry("truncate burst").or_default() += 1;
-                        continue;
-                    }
                     backend.services("stop");
                     backend.services("start");
-                    "server restarted"
+                    ("server restarted", None, true)
                 }
             };
-            *faults.entry(kind).or_default() += 1;
+            faults.push(Fault {
+                kind,
+                start_ns,
+                end_ns: now(),
+                helper,
+                loss,
+            });
+            if loss && random.between(0, 2) == 0 {
+                // Quiet for a while, so the healing helpers can be seen to heal.
+                thread::sleep(HEAL_BOUND + Duration::from_millis(500));
+            }
         }
         for (helper, _) in paused {
             scenario.signal(helper, "-CONT");
         }
-        let losses: u32 = match backend.name() {
-            "redis" => ["server restarted", "restart burst"]
-                .iter()
-                .map(|k| faults.get(k).copied().unwrap_or(0))
-                .sum(),
-            _ => ["truncate burst", "holder displaced, then a loss"]
-                .iter()
-                .map(|k| faults.get(k).copied().unwrap_or(0))
-                .sum(),
-        };
-        println!("  faults: {faults:?} ({losses} with data loss)");
-        scenario.finish(&killed);
+        let mut counts: std::collections::BTreeMap<&str, u32> = Default::default();
+        for fault in &faults {
+            *counts.entry(fault.kind).or_default() += 1;
+        }
+        let losses = faults.iter().filter(|f| f.loss).count();
+        println!("  faults: {counts:?} ({losses} with data loss)");
+        // The helpers stop issuing at the end of `duration` (less what they
+        // had left when spawned): no heal is expected past it.
+        let ended_ns = now() + duration.saturating_sub(started.elapsed()).as_nanos();
+        scenario.finish(&killed, &faults, ended_ns);
     }
 }

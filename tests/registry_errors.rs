@@ -6,7 +6,8 @@
 mod common;
 
 use common::backend::Backend;
-use flakegen::lease::{Expect, LeaseError, Registry, Write};
+use flakegen::lease::LeaseError;
+use flakegen::lease::backend::{Expect, Registry, Write};
 
 /// `url` with its user name, password and database replaced.
 fn as_user(url: &str, userinfo: &str, database: &str) -> String {

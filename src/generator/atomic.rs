@@ -6,6 +6,7 @@ use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter};
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
+use crate::lease::Claim;
 
 /// Lock-free: timestamp and sequence packed in one `AtomicU64`.
 ///
@@ -50,7 +51,7 @@ impl<C: Clock> Raw<C> for Atomic {
     const NAME: &'static str = "AtomicGenerator";
 
     #[inline]
-    fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal> {
+    fn reserve(&self, core: &Core<C>, claim: &Claim, count: u64) -> Result<Reserved, Refusal> {
         let now_nanos = core.clock.unix_nanos();
         let first = self
             .ticks
@@ -60,7 +61,7 @@ impl<C: Clock> Raw<C> for Atomic {
         // it (`cargo bench -- floor`), where the mutex gains from reading
         // it before its lock. An older cap only refuses sooner (see
         // `Fence::cap`).
-        let cap = core.cap();
+        let cap = claim.cap();
         let end = first + (count - 1);
         if core.rules.in_clock_unit(first, end, now_nanos, cap) {
             Ok(Reserved::Ready(first))
@@ -69,17 +70,26 @@ impl<C: Clock> Raw<C> for Atomic {
         }
     }
 
-    fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)> {
+    fn try_reserve(
+        &self,
+        core: &Core<C>,
+        claim: &Claim,
+        count: u64,
+    ) -> Result<u64, (Refusal, u64)> {
         let now_nanos = core.clock.unix_nanos();
         let now = core.layout().units_since_epoch(now_nanos);
         // A compare-and-swap loop, so a refusal consumes nothing.
         self.ticks
-            .try_take(&core.rules, count, now, core.cap())
+            .try_take(&core.rules, count, now, claim.cap())
             .map_err(|refusal| (refusal, now_nanos))
     }
 
     fn give_back(&self, first: u64, end: u64) {
         self.ticks.give_back(first, end);
+    }
+
+    fn advance(&self, core: &Core<C>, last: u64) {
+        self.ticks.advance(&core.rules, last);
     }
 
     fn seal(&self, tick: u64) -> u64 {

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use super::front::{Generator, Leased, Settings, Start};
+use super::build::{Leased, Settings};
+use super::front::{Generator, Start};
 use super::{AtomicGenerator, IdGenerator, MutexGenerator, Strategy, Ticker, TickerGenerator};
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;

@@ -11,7 +11,9 @@ use crate::lease::{LeaseStatus, Release};
 #[cfg(feature = "tokio")]
 mod asynchronous;
 mod atomic;
+mod build;
 mod builder;
+mod claims;
 mod front;
 mod mutex;
 mod state;
@@ -126,7 +128,7 @@ pub trait IdGenerator: Send + Sync {
     /// [`IssueError::ClockBehind`] (see [`Builder::max_wait`](crate::Builder::max_wait)).
     /// Default: one second, the builder's default.
     fn max_wait(&self) -> std::time::Duration {
-        front::DEFAULT_MAX_WAIT
+        build::DEFAULT_MAX_WAIT
     }
 
     /// Where the generator's worker-id lease stands (see [`lease`](crate::lease)),

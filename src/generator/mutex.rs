@@ -7,6 +7,7 @@ use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::Refusal;
 use crate::clock::{Clock, SystemClock};
 use crate::error::BuildError;
+use crate::lease::Claim;
 
 /// Twitter's algorithm under a [`parking_lot::Mutex`]: read the clock, lock,
 /// compare with the last ID, bump the sequence or start a new unit.
@@ -44,12 +45,12 @@ impl<C: Clock> Raw<C> for Locked {
     const NAME: &'static str = "MutexGenerator";
 
     #[inline]
-    fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal> {
+    fn reserve(&self, core: &Core<C>, claim: &Claim, count: u64) -> Result<Reserved, Refusal> {
         let now_nanos = core.clock.unix_nanos();
         // Before the lock: read inside, the cap's two loads would hold the
         // unlock back (1.4 ns more per ID in the floor report). An older cap
         // only refuses sooner (see `Fence::cap`).
-        let cap = core.cap();
+        let cap = claim.cap();
         let mut last = self.last_tick.lock();
         // `*last` is at most the layout's last tick, so neither add overflows.
         let first = *last + 1;
@@ -62,7 +63,12 @@ impl<C: Clock> Raw<C> for Locked {
         }
     }
 
-    fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)> {
+    fn try_reserve(
+        &self,
+        core: &Core<C>,
+        claim: &Claim,
+        count: u64,
+    ) -> Result<u64, (Refusal, u64)> {
         let now_nanos = core.clock.unix_nanos();
         let now = core.layout().units_since_epoch(now_nanos);
         let mut last = self.last_tick.lock();
@@ -72,7 +78,7 @@ impl<C: Clock> Raw<C> for Locked {
             .reserve(*last, now, count)
             .ok_or(refused(Refusal::Exhausted))?;
         core.rules
-            .try_verdict(end, now, core.cap())
+            .try_verdict(end, now, claim.cap())
             .map_err(refused)?;
         *last = end;
         Ok(first)
@@ -84,6 +90,11 @@ impl<C: Clock> Raw<C> for Locked {
         if *last == end {
             *last = first - 1;
         }
+    }
+
+    fn advance(&self, core: &Core<C>, last: u64) {
+        let mut counter = self.last_tick.lock();
+        *counter = core.rules.advanced(*counter, last);
     }
 
     fn seal(&self, tick: u64) -> u64 {

@@ -154,6 +154,28 @@ impl TickRules {
             && layout.unit_of_tick(first) == layout.unit_of_tick(end)
     }
 
+    /// Where a counter that has handed out ticks up to `counter` moves when
+    /// a new claim, which may not issue `last` or below, comes in force:
+    /// past `last`, past the unit of every tick handed out, and never to
+    /// `counter` itself. So every tick reserved from then on is the new
+    /// claim's, in a later unit than every ID issued before (IDs increase
+    /// though the worker changed), and a `give_back` of ticks reserved
+    /// before, which needs the counter still at their end, fails.
+    #[inline]
+    pub(crate) const fn advanced(&self, counter: u64, last: u64) -> u64 {
+        let unit_end = self
+            .layout
+            .first_tick(self.layout.unit_of_tick(counter).saturating_add(1))
+            .saturating_sub(1);
+        // At the end of its unit already: one more, a gap, so that it moves.
+        let moved = if unit_end > counter {
+            unit_end
+        } else {
+            counter.saturating_add(1)
+        };
+        if last > moved { last } else { moved }
+    }
+
     /// The pure transition: the `count` ticks to issue after `last` when the
     /// clock reads `now`, as `(first, end)`; `None` if they do not fit the layout.
     ///
@@ -311,6 +333,19 @@ impl TickCounter {
         }
     }
 
+    /// Moves the counter where [`TickRules::advanced`] says, for a new claim
+    /// that may not issue `last` or below (see `Raw::advance`).
+    pub(crate) fn advance(&self, rules: &TickRules, last: u64) {
+        // Relaxed: every reservation is a read-modify-write of this one atomic,
+        // so each comes wholly before or after this one; the claim's Release
+        // store orders this before every caller that uses the new claim.
+        let _ = self
+            .last
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |counter| {
+                Some(rules.advanced(counter, last))
+            });
+    }
+
     /// Moves the counter up to `tick` if it is below; returns the last tick
     /// handed out before (see `Raw::seal`).
     pub(crate) fn seal(&self, tick: u64) -> u64 {
@@ -413,6 +448,24 @@ mod tests {
         assert_eq!(c.try_take(&r, 3, 4, 20), Err(Refusal::Fenced));
         assert_eq!(c.last_issued(), 18);
         assert_eq!(c.try_take(&r, 1, 4, 20), Ok(19));
+    }
+
+    #[test]
+    fn an_advance_leaves_the_unit_past_the_last_and_always_moves() {
+        let r = rules(0); // 4 ticks per unit
+        // Mid-unit: to the unit's end, so the next tick starts a unit.
+        assert_eq!(r.advanced(21, 0), 23);
+        // At the unit's end: one more, so the counter moves.
+        assert_eq!(r.advanced(23, 0), 24);
+        // Past a predecessor's fence further on.
+        assert_eq!(r.advanced(21, 40), 40);
+        assert_eq!(r.advanced(u64::MAX, 0), u64::MAX);
+        let c = TickCounter::new(21);
+        c.advance(&r, 0);
+        assert_eq!(c.last_issued(), 23);
+        // A give-back of ticks 20..=21, taken before, finds the counter moved.
+        c.give_back(20, 21);
+        assert_eq!(c.last_issued(), 23);
     }
 
     #[test]

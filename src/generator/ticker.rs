@@ -11,6 +11,7 @@ use super::state::{Refusal, TickCounter, TickRules};
 use super::wait;
 use crate::clock::{self, Clock, SystemClock};
 use crate::error::BuildError;
+use crate::lease::Claim;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// A background thread reads the clock once per time unit; callers never do.
@@ -151,12 +152,12 @@ impl<C: Clock> Raw<C> for Ticker {
     const NAME: &'static str = "TickerGenerator";
 
     #[inline]
-    fn reserve(&self, core: &Core<C>, count: u64) -> Result<Reserved, Refusal> {
+    fn reserve(&self, core: &Core<C>, claim: &Claim, count: u64) -> Result<Reserved, Refusal> {
         let view = &self.published.view;
         // Relaxed: see `ClockView::publish`.
         let floor = view.floor.load(Ordering::Relaxed);
         let limit = view.limit.load(Ordering::Relaxed);
-        let cap = core.cap();
+        let cap = claim.cap();
         let taken = self
             .ticks
             .take(count, core.rules.max_tick())
@@ -173,10 +174,15 @@ impl<C: Clock> Raw<C> for Ticker {
         ))
     }
 
-    fn try_reserve(&self, core: &Core<C>, count: u64) -> Result<u64, (Refusal, u64)> {
+    fn try_reserve(
+        &self,
+        core: &Core<C>,
+        claim: &Claim,
+        count: u64,
+    ) -> Result<u64, (Refusal, u64)> {
         // Relaxed: a stale unit only makes the attempt more conservative.
         let unit = self.published.view.unit.load(Ordering::Relaxed);
-        match self.ticks.try_take(&core.rules, count, unit, core.cap()) {
+        match self.ticks.try_take(&core.rules, count, unit, claim.cap()) {
             Err(Refusal::WaitUntil(_)) => {}
             taken => return taken.map_err(|refusal| (refusal, core.clock.unix_nanos())),
         }
@@ -184,7 +190,7 @@ impl<C: Clock> Raw<C> for Ticker {
         let now_nanos = self.refresh(core);
         let unit = core.layout().units_since_epoch(now_nanos);
         self.ticks
-            .try_take(&core.rules, count, unit, core.cap())
+            .try_take(&core.rules, count, unit, claim.cap())
             .map_err(|refusal| (refusal, now_nanos))
     }
 
@@ -221,6 +227,10 @@ impl<C: Clock> Raw<C> for Ticker {
 
     fn give_back(&self, first: u64, end: u64) {
         self.ticks.give_back(first, end);
+    }
+
+    fn advance(&self, core: &Core<C>, last: u64) {
+        self.ticks.advance(&core.rules, last);
     }
 
     fn seal(&self, tick: u64) -> u64 {

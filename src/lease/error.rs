@@ -197,8 +197,9 @@ impl fmt::Display for LeaseError {
             ),
             LeaseError::Lost { namespace, worker } => write!(
                 f,
-                "the lease on worker id {worker} of namespace {namespace:?} is no longer held: \
-                 build a new generator to lease an id again"
+                "the lease on worker id {worker} of namespace {namespace:?} is no longer held \
+                 (it expired and another holder took the id, or the registry lost its data): \
+                 a generator leases again by itself; with Lease::reacquire off, build a new one"
             ),
             LeaseError::ClockAhead { ahead_ms, skew_ms } => write!(
                 f,
@@ -250,4 +251,15 @@ impl std::error::Error for LeaseError {
             _ => None,
         }
     }
+}
+
+/// Why a build could not lease: [`BuildError`](crate::BuildError) says it to the user.
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// The terms cannot work.
+    Invalid(String),
+    /// The registry refused or failed.
+    Lease(LeaseError),
+    /// The lease's thread could not be started, or stopped without a word.
+    Spawn(std::io::Error),
 }

@@ -44,6 +44,14 @@ pub(crate) fn cap(layout: &Layout, fence_ms: u64) -> u64 {
     layout.first_tick(unit)
 }
 
+/// The last tick a holder may not issue when its predecessor's fence is
+/// `fence_ms`: the one before [`start_unit`]'s first (the layout's last
+/// tick, or past it, when that unit is past the layout's end).
+pub(crate) fn last_before(layout: &Layout, fence_ms: u64) -> u64 {
+    let unit = start_unit(layout, fence_ms).min(layout.max_timestamp() + 1);
+    layout.first_tick(unit).saturating_sub(1)
+}
+
 /// The fence a holder lowers its own to when it stops, having issued up to
 /// `last_tick`: the start of the next unit, rounded up to a millisecond, so
 /// that [`start_unit`] of it is that next unit.

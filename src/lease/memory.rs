@@ -4,9 +4,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::error::LeaseError;
 use super::error::said;
 use super::fence::floor_millis;
-use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
 use crate::clock::{Clock, SystemClock};
 
 /// A [`Registry`] in memory: for testing services that lease worker ids,

@@ -38,9 +38,20 @@
 //!    relies on this bound.
 //! 4. **No resurrection.** A renewal that finds its record gone, or
 //!    another holder's, or another lease of the same holder, never writes it
-//!    back. The generator runs to its confirmed fence and refuses from then on
-//!    with [`IssueError::LeaseLost`](crate::IssueError::LeaseLost); to lease
-//!    again, build a new generator, which acquires under rule 6.
+//!    back: the generator runs to that lease's confirmed fence and issues
+//!    nothing more under it. Leasing again is an ordinary acquisition (rule
+//!    6 applies, the skew is checked, the write names the record it
+//!    replaces) of a *new* lease, with a new version and the fence the
+//!    protocol gives it. The generator does it by itself
+//!    ([`Lease::reacquire`], on by default): it prefers its old id if that
+//!    is free and takes another if not, and issues again once the new
+//!    lease's IDs may start, so a registry restart costs a service a pause
+//!    of about the TTL and the skew, never an outage. Every ID carries the
+//!    worker of the lease its call started under and a tick within that
+//!    lease's range, its start to its fence (see [the
+//!    lifecycle](#the-lifecycle)); with re-acquiring off, a lost lease is
+//!    final and the generator refuses with
+//!    [`IssueError::LeaseLost`](crate::IssueError::LeaseLost) from its fence on.
 //! 5. **Only its own lease is lowered.** A generator that shuts down
 //!    ([`IdGenerator::shutdown`](crate::IdGenerator::shutdown), or a drop)
 //!    stops issuing first: its fence closes, and its tick counter is sealed
@@ -63,6 +74,47 @@
 //! off), the generator runs on to its fence and then refuses; if the registry
 //! comes back with the lease intact, renewals succeed and it issues again.
 //!
+//! # The lifecycle
+//!
+//! ```text
+//!            build
+//!              |  acquire (rule 6, the skew check, a compare-and-set)
+//!              v
+//!   +------> Held <------------------+ renewal confirmed
+//!   |          |  renewal failed     |
+//!   |          v                     |
+//!   |       Renewing ----------------+
+//!   |          |  record gone, or another's (rule 4)
+//!   |          v
+//!   |         Lost ------------------> refuses from its fence on,
+//!   |          |                       for good (reacquire off)
+//!   |          |  reacquire on (the default)
+//!   |          v
+//!   +---- Reacquiring   a new lease: the old id if free, else another;
+//!   new lease confirmed retried until one is granted
+//!
+//!   any state --- shutdown() or drop ---> Released
+//! ```
+//!
+//! | state | the generator | `lease()` |
+//! | --- | --- | --- |
+//! | [`Held`](LeaseState::Held) | issues below the confirmed fence | the fence, the time left |
+//! | [`Renewing`](LeaseState::Renewing) | issues up to its fence, then refuses with `LeaseLost` until a renewal lands | why renewals fail |
+//! | [`Lost`](LeaseState::Lost) | issues up to its fence, then refuses for good | who took it, or that it is gone |
+//! | [`Reacquiring`](LeaseState::Reacquiring) | as at its fence: `next_id` waits within `max_wait` and refuses with `LeaseLost` beyond it, `try_next_id` says how long to wait once a new lease is granted, `next_id_async` awaits | why the lease was lost, what the last attempt met, or when the new lease's IDs start |
+//! | [`Released`](LeaseState::Released) | refuses with `ShutDown` | |
+//!
+//! A new lease is a new claim on a worker id: its own worker, its own start
+//! (the fence its predecessor left) and its own fence. A generator moves to
+//! it only once its IDs may start within `max_wait`, and only after moving
+//! its tick counter past the new lease's start and past the unit of every
+//! ID issued so far. Each call reads the claim in force once, before it
+//! reserves a tick, and composes its ID from that claim's worker and a tick
+//! judged against that claim's fence; so no ID combines a tick reserved
+//! under one lease with another lease's worker id, and IDs keep increasing
+//! though the worker changed. A call still under way with the old claim
+//! issues below the old lease's confirmed fence, as rule 4 allows.
+//!
 //! # A registry that loses its data
 //!
 //! A registry can lose records while holders run on fences it no longer
@@ -76,7 +128,9 @@
 //!   is fenced at the marker plus the TTL plus the skew allowance
 //!   ([`Lease::skew`], default [`DEFAULT_SKEW`]);
 //! - a holder from before the loss can no longer renew (its marker is gone),
-//!   so it runs to its fence and stops.
+//!   so it runs to its fence and stops issuing under that lease; it leases
+//!   again (unless [`Lease::reacquire`] is off), its IDs starting where the
+//!   rule above says, and issues again then, with no rebuild.
 //!
 //! Why that is enough: before the loss, a holder confirmed fences at most a
 //! TTL ahead of its clock (rule 3), its clock was at most the skew ahead of
@@ -124,11 +178,15 @@
 //! The lease's thread reports each change of state as a [`tracing`] event,
 //! target `flakegen::lease`, with the fields `namespace`, `worker` and
 //! `fence_unix_ms` (and `error` where there is one), to the subscriber in
-//! effect where the generator was built: `lease acquired` (info); `lease
-//! renewals failing` (warn, once per outage, not once per retry); `lease
-//! recovered` (info); `lease lost` (error); `lease fence reached` (error: the
-//! generator refuses IDs); `lease released` (info), or `lease not released`
-//! (warn). Nothing is reported from the ID path.
+//! effect where the generator was built: `lease acquired` (info, with
+//! `starts_unix_ms`, where its IDs start); `lease renewals failing` (warn,
+//! once per outage, not once per retry); `lease recovered` (info); `lease
+//! lost` (warn while re-acquiring is on, error when it is off; with
+//! `starts_unix_ms`); `lease reacquired` (info, with `previous_worker` and
+//! `starts_unix_ms`); `lease reacquisition failing` (warn, once per
+//! outage); `lease fence reached` (error: the generator refuses IDs);
+//! `lease released` (info), or `lease not released` (warn). Nothing is
+//! reported from the ID path.
 //!
 //! # Choosing a TTL
 //!
@@ -158,9 +216,12 @@
 
 use std::time::Duration;
 
-mod acquire;
+pub mod backend;
+mod claim;
+mod connect;
 mod error;
 mod fence;
+mod handle;
 mod keeper;
 mod memory;
 #[cfg(feature = "postgres")]
@@ -168,26 +229,27 @@ mod postgres;
 mod protocol;
 #[cfg(feature = "redis")]
 mod redis;
-mod registry;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod remote;
 mod settings;
 mod slot;
+mod state;
 #[cfg(any(feature = "postgres", feature = "redis"))]
 mod tls;
 
-pub(crate) use self::acquire::{Acquired, Limits, Pending, Refused};
+pub(crate) use self::claim::Claim;
+pub use self::connect::connect;
 pub use self::error::LeaseError;
-pub(crate) use self::fence::Fence;
-pub(crate) use self::keeper::Keeper;
-pub use self::keeper::{LeaseState, LeaseStatus, Release};
+pub(crate) use self::error::Refused;
+pub use self::handle::Release;
+pub(crate) use self::handle::{LeaseHandle, Pending};
 pub use self::memory::MemoryRegistry;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresRegistry;
 #[cfg(feature = "redis")]
 pub use self::redis::RedisRegistry;
-pub use self::registry::{Expect, Record, Registry, Snapshot, Write, connect};
 pub use self::settings::{DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
+pub use self::state::{LeaseState, LeaseStatus};
 
 /// How long connecting to a registry, or one request once connected, may
 /// take before it counts as unreachable, measured on the client: 3 s.

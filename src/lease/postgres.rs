@@ -9,9 +9,11 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::DEFAULT_TIMEOUT;
+use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls::{self, Verify};
-use super::{DEFAULT_TIMEOUT, Expect, LeaseError, Record, Registry, Snapshot, Write};
 
 /// Worker-id leases kept in a PostgreSQL table, `flakegen_leases`, which is
 /// created on first use.
@@ -98,7 +100,7 @@ impl PostgresRegistry {
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        let url = super::registry::lowercase_scheme(url);
+        let url = lowercase_scheme(url);
         // libpq's TLS parameters, some of which the client does not know.
         let (url, params) = tls::take_params(&url, &["sslmode", "sslrootcert"]);
         let param = |name| {
@@ -330,13 +332,24 @@ async fn create_table(client: &Client) -> Result<(), tokio_postgres::Error> {
     }
 }
 
+/// `url` with its scheme in lower case: schemes are case-insensitive
+/// (RFC 3986), and not every client knows it.
+fn lowercase_scheme(url: &str) -> std::borrow::Cow<'_, str> {
+    match url.split_once("://") {
+        Some((scheme, rest)) if scheme.bytes().any(|b| b.is_ascii_uppercase()) => {
+            format!("{}://{rest}", scheme.to_ascii_lowercase()).into()
+        }
+        _ => url.into(),
+    }
+}
+
 fn signed(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 impl Registry for PostgresRegistry {
     fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
-        super::registry::check_namespace(namespace)?;
+        super::backend::check_namespace(namespace)?;
         self.run(|client| async move {
             let head = client
                 .query_one(
@@ -382,7 +395,7 @@ impl Registry for PostgresRegistry {
     }
 
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
-        super::registry::check_namespace(namespace)?;
+        super::backend::check_namespace(namespace)?;
         self.run(|client| async move {
             let row = client
                 .query_one(
@@ -407,7 +420,7 @@ impl Registry for PostgresRegistry {
         expect: Expect,
         write: &Write<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        super::registry::check_namespace(namespace)?;
+        super::backend::check_namespace(namespace)?;
         let set = format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END");
         let sql = match expect.version {
             Some(_) => format!(

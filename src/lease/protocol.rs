@@ -5,7 +5,8 @@
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
+use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::error::LeaseError;
 
 /// How many times an acquisition may lose a race before it gives up.
 const ATTEMPTS: u32 = 8;
@@ -90,20 +91,23 @@ impl Terms<'_> {
         floor_ms.max(now_ms.saturating_add(self.ttl_ms))
     }
 
-    /// The id to take: among the free ones, the one whose fence has passed
-    /// on the holder's clock, else the earliest fence; ties to the lowest id.
-    /// Returns it with what the swap must expect and its inherited fence, or
-    /// how many ids are held.
+    /// The id to take: `prefer` if it is free (a generator healing takes
+    /// its old id back if it can); else, among the free ones, the one whose
+    /// fence has passed on the holder's clock, else the earliest fence;
+    /// ties to the lowest id. Returns it with what the swap must expect and
+    /// its inherited fence, or how many ids are held.
     pub(crate) fn choose(
         &self,
         snapshot: &Snapshot,
         marker_ms: u64,
         now_ms: u64,
+        prefer: Option<u64>,
     ) -> Result<(u64, Expect, u64), u64> {
-        // (fence not passed, fence, worker), ordered as the preference.
-        let mut best: Option<((bool, u64, u64), Option<u64>)> = None;
+        // (not preferred, fence not passed, fence, worker), ordered as the preference.
+        type Preference = (bool, bool, u64, u64);
+        let mut best: Option<(Preference, Option<u64>)> = None;
         let mut consider = |fence: u64, worker: u64, version: Option<u64>| {
-            let key = (fence > now_ms, fence, worker);
+            let key = (prefer != Some(worker), fence > now_ms, fence, worker);
             if best.is_none_or(|(b, _)| key < b) {
                 best = Some((key, version));
             }
@@ -131,7 +135,12 @@ impl Terms<'_> {
         if let Some(worker) = unrecorded {
             consider(self.unrecorded_fence(marker_ms), worker, None);
         }
-        let ((_, fence, worker), version) = best.ok_or(held)?;
+        if let Some(worker) = prefer.filter(|w| *w < self.workers) {
+            if recorded.binary_search(&worker).is_err() {
+                consider(self.unrecorded_fence(marker_ms), worker, None);
+            }
+        }
+        let ((_, _, fence, worker), version) = best.ok_or(held)?;
         Ok((worker, Expect { marker_ms, version }, fence))
     }
 
@@ -158,12 +167,14 @@ impl Terms<'_> {
     }
 }
 
-/// Takes a free id for `token`, reading the holder's clock (ms) with `now_ms`.
+/// Takes a free id for `token`, `prefer` if it is free, reading the
+/// holder's clock (ms) with `now_ms`.
 pub(crate) fn acquire(
     registry: &dyn Registry,
     terms: &Terms<'_>,
     token: &str,
     now_ms: impl Fn() -> u64,
+    prefer: Option<u64>,
 ) -> Result<Grant, LeaseError> {
     for _ in 0..ATTEMPTS {
         let now = now_ms();
@@ -173,13 +184,12 @@ pub(crate) fn acquire(
             Some(marker) => marker,
             None => registry.mark(terms.namespace)?,
         };
-        let (worker, expect, previous_fence_ms) =
-            terms
-                .choose(&snapshot, marker_ms, now)
-                .map_err(|held| LeaseError::AllHeld {
-                    namespace: terms.namespace.to_owned(),
-                    held,
-                })?;
+        let (worker, expect, previous_fence_ms) = terms
+            .choose(&snapshot, marker_ms, now, prefer)
+            .map_err(|held| LeaseError::AllHeld {
+            namespace: terms.namespace.to_owned(),
+            held,
+        })?;
         let fence_ms = terms.fence_from(previous_fence_ms, now);
         let version = fresh_version();
         let write = Write {
@@ -316,6 +326,22 @@ impl Holding {
     }
 }
 
+/// A token no other acquisition uses: host, process, time and a random number.
+pub(crate) fn holder_token() -> String {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_owned());
+    format!("{host}/{}/{:016x}", std::process::id(), hasher.finish())
+}
+
 /// A version no write has used: 63 random bits (so it fits a signed
 /// column), never 0. Two writes pick the same one with odds of 2⁻⁶³.
 pub(crate) fn fresh_version() -> u64 {
@@ -368,14 +394,14 @@ mod tests {
             record(2, "b", 999, 900), // expired
         ]);
         // Id 3 has no record: fenced at 100 + 10 000 + 2 000.
-        let (worker, expect, fence) = t.choose(&s, 100, 1_000).unwrap();
+        let (worker, expect, fence) = t.choose(&s, 100, 1_000, None).unwrap();
         assert_eq!((worker, fence), (2, 900));
         assert_eq!(expect.version, Some(9));
-        let (worker, expect, fence) = t.choose(&s, 100, 800).unwrap();
+        let (worker, expect, fence) = t.choose(&s, 100, 800, None).unwrap();
         assert_eq!((worker, fence), (2, 900));
         assert_eq!(expect.marker_ms, 100);
         let s = snapshot(vec![record(0, "a", 5_000, 1)]);
-        let (worker, expect, fence) = t.choose(&s, 100, 1_000).unwrap();
+        let (worker, expect, fence) = t.choose(&s, 100, 1_000, None).unwrap();
         assert_eq!((worker, fence, expect.version), (1, 12_100, None));
     }
 
@@ -390,7 +416,7 @@ mod tests {
             records: vec![relic],
         };
         let workers_one = Terms { workers: 1, ..t };
-        let (worker, expect, fence) = workers_one.choose(&s, 500, 1_000).unwrap();
+        let (worker, expect, fence) = workers_one.choose(&s, 500, 1_000, None).unwrap();
         assert_eq!((worker, fence), (0, 12_500));
         assert_eq!(expect.version, Some(7));
         // A relic whose fence is past the marker rule keeps it.
@@ -400,7 +426,7 @@ mod tests {
             records: vec![far],
             ..s
         };
-        assert_eq!(workers_one.choose(&s, 500, 1_000).unwrap().2, 90_000);
+        assert_eq!(workers_one.choose(&s, 500, 1_000, None).unwrap().2, 90_000);
     }
 
     #[test]
@@ -410,16 +436,41 @@ mod tests {
             ..terms()
         };
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "b", 5_000, 0)]);
-        assert_eq!(t.choose(&s, 100, 0), Err(2));
+        assert_eq!(t.choose(&s, 100, 0, None), Err(2));
     }
 
     #[test]
     fn the_lowest_unrecorded_id_is_offered() {
         let t = terms();
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(2, "b", 5_000, 0)]);
-        assert_eq!(t.choose(&s, 100, 0).unwrap().0, 1);
+        assert_eq!(t.choose(&s, 100, 0, None).unwrap().0, 1);
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "b", 5_000, 0)]);
-        assert_eq!(t.choose(&s, 100, 0).unwrap().0, 2);
+        assert_eq!(t.choose(&s, 100, 0, None).unwrap().0, 2);
+    }
+
+    #[test]
+    fn a_healing_holder_takes_its_old_id_back_only_if_it_is_free() {
+        let t = terms();
+        // Id 2 free but fenced later than id 1: preferred all the same.
+        let s = snapshot(vec![
+            record(0, "a", 5_000, 0),
+            record(1, "", 0, 10),
+            record(2, "", 0, 700),
+        ]);
+        assert_eq!(t.choose(&s, 100, 1_000, Some(2)).unwrap().0, 2);
+        // Held by another: the ordinary choice.
+        assert_eq!(t.choose(&s, 100, 1_000, Some(0)).unwrap().0, 1);
+        // Unrecorded (a loss), though not the lowest unrecorded id (2).
+        let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "", 0, 10)]);
+        let (worker, expect, fence) = t.choose(&s, 100, 1_000, Some(3)).unwrap();
+        assert_eq!((worker, expect.version, fence), (3, None, 12_100));
+        // Not an id of the layout: ignored.
+        assert_eq!(t.choose(&s, 100, 1_000, Some(9)).unwrap().0, 1);
+    }
+
+    #[test]
+    fn tokens_differ() {
+        assert_ne!(holder_token(), holder_token());
     }
 
     #[test]

@@ -6,10 +6,11 @@ use std::sync::Arc;
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ErrorKind, RedisError, Script, TlsCertificates, Value};
 
+use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::error::LeaseError;
 use super::error::said;
 use super::remote::{Connected, Failure, Remote};
 use super::tls;
-use super::{Expect, LeaseError, Record, Registry, Snapshot, Write};
 
 /// Worker-id leases kept in Redis: a hash per worker id and a marker per
 /// namespace.
@@ -318,7 +319,7 @@ impl fmt::Debug for RedisRegistry {
 
 impl Registry for RedisRegistry {
     fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
-        super::registry::check_namespace(namespace)?;
+        super::backend::check_namespace(namespace)?;
         let (marker, prefix) = keys(namespace);
         let reply = self.invoke(self.read.key(marker).arg(prefix).arg(workers))?;
         let corrupt = || self.corrupt(&reply);
@@ -356,7 +357,7 @@ impl Registry for RedisRegistry {
     }
 
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
-        super::registry::check_namespace(namespace)?;
+        super::backend::check_namespace(namespace)?;
         let (marker, _) = keys(namespace);
         let reply = self.invoke(&self.mark.key(marker))?;
         number(&reply)
@@ -372,7 +373,7 @@ impl Registry for RedisRegistry {
         expect: Expect,
         write: &Write<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        super::registry::check_namespace(namespace)?;
+        super::backend::check_namespace(namespace)?;
         let (marker, prefix) = keys(namespace);
         let version = expect.version.map_or(String::new(), |v| v.to_string());
         let mut invocation = self.swap.key(marker);

@@ -14,8 +14,9 @@ use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinHandle;
 
+use super::DEFAULT_TIMEOUT;
+use super::error::LeaseError;
 use super::error::said;
-use super::{DEFAULT_TIMEOUT, LeaseError};
 
 /// A connection and the task that drives it, if it has one.
 pub(crate) struct Connected<C> {

@@ -2,12 +2,15 @@
 
 use core::fmt;
 use std::sync::Arc;
+use std::thread;
 use std::time::Duration;
 
-use super::Registry;
-use super::acquire::Refused;
-use super::fence::millis;
-use super::protocol::Terms;
+use super::backend::{Registry, check_namespace};
+use super::error::Refused;
+use super::handle::Pending;
+use super::keeper::{self, Keeping};
+use super::state::Shared;
+use crate::clock::Clock;
 use crate::layout::Layout;
 
 /// The default of [`Lease::ttl`]: 10 s.
@@ -55,6 +58,7 @@ pub struct Lease {
     /// `None`: a third of the TTL.
     pub(crate) renew_every: Option<Duration>,
     pub(crate) skew: Duration,
+    pub(crate) reacquire: bool,
 }
 
 impl Lease {
@@ -68,6 +72,7 @@ impl Lease {
             ttl: DEFAULT_TTL,
             renew_every: None,
             skew: DEFAULT_SKEW,
+            reacquire: true,
         }
     }
 
@@ -93,6 +98,23 @@ impl Lease {
         self
     }
 
+    /// Whether the generator leases a worker id again by itself when its
+    /// lease is lost (a registry restarted or lost its data, a failover
+    /// dropped a renewal, another holder took the id after a pause): its
+    /// old id if free, another otherwise, under the protocol's ordinary
+    /// rules, as a new lease. The generator refuses meanwhile, as at its
+    /// fence, and issues again once the new lease's IDs may start: a loss
+    /// costs the service a pause of about the TTL and the skew allowance,
+    /// no rebuild. Default: `true`.
+    ///
+    /// Off, a lost lease is final: the generator runs to its fence and
+    /// refuses from then on, for a service that would rather fail over by
+    /// itself. See [the lifecycle](super#the-lifecycle).
+    pub fn reacquire(mut self, reacquire: bool) -> Self {
+        self.reacquire = reacquire;
+        self
+    }
+
     /// The longest a build waits for a previous holder's fence that lies
     /// ahead of its clock, beyond the generator's `max_wait`: the TTL, plus
     /// the skew allowance, plus a second. That covers the fence of an id the
@@ -108,16 +130,6 @@ impl Lease {
     /// The namespace.
     pub fn namespace(&self) -> &str {
         &self.namespace
-    }
-
-    /// The terms the protocol leases under, for `layout`.
-    pub(crate) fn terms(&self, layout: &Layout) -> Terms<'_> {
-        Terms {
-            namespace: &self.namespace,
-            workers: layout.max_worker() + 1,
-            ttl_ms: millis(self.ttl),
-            skew_ms: millis(self.skew),
-        }
     }
 
     /// Checks the terms against the layout and the generator's lead; returns
@@ -145,8 +157,39 @@ impl Lease {
                  lower max_lead or raise the TTL"
             )));
         }
-        super::registry::check_namespace(&self.namespace).map_err(Refused::Lease)?;
+        check_namespace(&self.namespace).map_err(Refused::Lease)?;
         Ok(renew_every)
+    }
+
+    /// Checks the terms and starts the lease's thread, which acquires a
+    /// worker id for a generator of `layout` that reads `clock`, then keeps
+    /// it. Nothing here touches the registry.
+    pub(crate) fn start(
+        self,
+        layout: Layout,
+        clock: Arc<dyn Clock>,
+        max_lead: Duration,
+    ) -> Result<Pending, Refused> {
+        let renew_every = self.check(&layout, max_lead)?;
+        let start_wait = self.start_wait();
+        let shared = Arc::new(Shared::new(self.namespace, self.ttl, layout, clock));
+        let keeping = Keeping {
+            registry: self.registry,
+            ttl: self.ttl,
+            skew: self.skew,
+            renew_every,
+            reacquire: self.reacquire,
+        };
+        let on_thread = Arc::clone(&shared);
+        // Events go where the builder's events go, as with a task it spawned.
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        thread::Builder::new()
+            .name("flakegen-lease".into())
+            .spawn(move || {
+                tracing::dispatcher::with_default(&dispatch, || keeper::run(keeping, &on_thread));
+            })
+            .map_err(Refused::Spawn)?;
+        Ok(Pending::new(shared, start_wait))
     }
 }
 
@@ -157,6 +200,7 @@ impl fmt::Debug for Lease {
             .field("ttl", &self.ttl)
             .field("renew_every", &self.renew_every)
             .field("skew", &self.skew)
+            .field("reacquire", &self.reacquire)
             .finish_non_exhaustive()
     }
 }

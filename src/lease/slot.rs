@@ -3,8 +3,7 @@
 //!
 //! Waited for by blocking (with a deadline) or by polling from async code,
 //! so the same handoff serves `build` and `build_async` without a runtime of
-//! its own. A waiter that goes away says so, and the thread then knows that
-//! nobody will use what it sends.
+//! its own.
 
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::Waker;
@@ -22,8 +21,6 @@ struct State<T> {
     value: Option<T>,
     /// Filled, or the sender gave up without a value.
     done: bool,
-    /// Nobody will take the value.
-    abandoned: bool,
     wakers: Vec<Waker>,
 }
 
@@ -33,7 +30,6 @@ impl<T> Slot<T> {
             state: Mutex::new(State {
                 value: None,
                 done: false,
-                abandoned: false,
                 wakers: Vec::new(),
             }),
             filled: Condvar::new(),
@@ -45,15 +41,11 @@ impl<T> Slot<T> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Hands `value` over; gives it back if nobody will take it.
-    pub(crate) fn fill(&self, value: T) -> Result<(), T> {
+    /// Hands `value` over, to whoever waits now or later.
+    pub(crate) fn fill(&self, value: T) {
         let mut state = self.lock();
-        if state.abandoned {
-            return Err(value);
-        }
         state.value = Some(value);
         self.finish(state);
-        Ok(())
     }
 
     /// Says that no value will come.
@@ -70,18 +62,6 @@ impl<T> Slot<T> {
         drop(state);
         self.filled.notify_all();
         wakers.into_iter().for_each(Waker::wake);
-    }
-
-    /// The waiter is gone: a value in the slot, or filled later, is dropped
-    /// (here, or given back to the sender).
-    pub(crate) fn abandon(&self) {
-        let value = {
-            let mut state = self.lock();
-            state.abandoned = true;
-            state.value.take()
-        };
-        // Outside the lock: dropping it may take this slot's lock again.
-        drop(value);
     }
 
     /// Blocks until the slot is done or `deadline` passes (`None`: no
@@ -149,7 +129,7 @@ mod tests {
     fn a_value_reaches_a_blocked_waiter() {
         let slot = Arc::new(Slot::new());
         let sender = Arc::clone(&slot);
-        let thread = thread::spawn(move || sender.fill(7).unwrap());
+        let thread = thread::spawn(move || sender.fill(7));
         assert_eq!(slot.wait(None, Option::take), Some(Some(7)));
         thread.join().unwrap();
     }
@@ -161,17 +141,5 @@ mod tests {
         assert_eq!(slot.wait(Some(soon), Option::take), None);
         slot.close();
         assert_eq!(slot.wait(None, Option::take), Some(None));
-    }
-
-    #[test]
-    fn an_abandoned_slot_gives_the_value_back_and_drops_one_it_holds() {
-        let slot = Slot::new();
-        slot.fill(Arc::new(1)).unwrap();
-        let held = slot
-            .wait(None, |v| Arc::clone(v.as_ref().unwrap()))
-            .unwrap();
-        slot.abandon();
-        assert_eq!(Arc::strong_count(&held), 1, "the slot's copy was dropped");
-        assert_eq!(slot.fill(Arc::new(2)).map_err(|v| *v), Err(2));
     }
 }

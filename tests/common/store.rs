@@ -4,7 +4,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::{Expect, Lease, MemoryRegistry, Registry, Write};
+use flakegen::lease::backend::{Expect, Record, Registry, Write};
+use flakegen::lease::{Lease, MemoryRegistry};
 use flakegen::{Builder, Clock, Layout, SystemClock};
 
 /// The terms the lease tests run on: short, so that expiry and renewal
@@ -104,6 +105,14 @@ impl Store {
         Builder::new().layout(layout).lease(self.lease(namespace))
     }
 
+    /// A leased builder whose lost lease stays lost (`Lease::reacquire(false)`):
+    /// a holder that is paused for good, or that fails over by itself.
+    pub fn leased_once(&self, layout: Layout, namespace: &str) -> Builder {
+        Builder::new()
+            .layout(layout)
+            .lease(self.lease(namespace).reacquire(false))
+    }
+
     /// Writes `worker`'s record as a holder would have left it: held by
     /// `holder` for `ttl_ms` (free if 0), fenced at `fence_ms`.
     pub fn put(&self, namespace: &str, worker: u64, holder: &str, ttl_ms: u64, fence_ms: u64) {
@@ -140,7 +149,7 @@ impl Store {
     }
 
     /// The record of `worker`, if any.
-    pub fn record(&self, namespace: &str, worker: u64) -> Option<flakegen::lease::Record> {
+    pub fn record(&self, namespace: &str, worker: u64) -> Option<Record> {
         let snapshot = self.registry().read(namespace, worker + 1).unwrap();
         snapshot.records.into_iter().find(|r| r.worker == worker)
     }

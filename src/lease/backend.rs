@@ -1,8 +1,14 @@
-//! What a registry must do: store records and a marker, nothing more.
+//! For those who write a registry: the storage steps it must offer, and the
+//! records and marker it stores, nothing more.
+//!
+//! A service that only leases worker ids needs none of this: it names a
+//! registry by URL ([`connect`](super::connect)) or builds one of flakegen's
+//! ([`MemoryRegistry`](super::MemoryRegistry), `PostgresRegistry`,
+//! `RedisRegistry`) and hands it to a [`Lease`](super::Lease).
 
 use std::sync::Arc;
 
-use super::LeaseError;
+use super::error::LeaseError;
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry),
 /// and `PostgresRegistry` and `RedisRegistry` behind the `postgres` and
@@ -134,56 +140,6 @@ pub struct Write<'a> {
     pub ttl_ms: u64,
     /// The fence.
     pub fence_ms: u64,
-}
-
-/// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
-/// with the `postgres` feature, `redis://` (or `rediss://`, with TLS) with
-/// the `redis` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a
-/// PostgreSQL URL, as libpq takes them; `rediss://`, and `sslrootcert=` too,
-/// for Redis. Without a CA file, the system's CAs are trusted.
-///
-/// Nothing is sent until the first acquisition.
-///
-/// # Errors
-///
-/// [`LeaseError::UnsupportedUrl`] for another scheme,
-/// [`LeaseError::FeatureOff`] for one whose feature is off, and
-/// [`LeaseError::InvalidUrl`] for a URL the client cannot parse.
-pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
-    // Schemes are case-insensitive (RFC 3986, section 3.1).
-    let scheme = url
-        .split_once("://")
-        .map_or("", |(scheme, _)| scheme)
-        .to_ascii_lowercase();
-    match scheme.as_str() {
-        #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => Ok(Arc::new(super::PostgresRegistry::new(url)?)),
-        #[cfg(not(feature = "postgres"))]
-        "postgres" | "postgresql" => Err(LeaseError::FeatureOff {
-            scheme,
-            feature: "postgres",
-        }),
-        #[cfg(feature = "redis")]
-        "redis" | "rediss" => Ok(Arc::new(super::RedisRegistry::new(url)?)),
-        #[cfg(not(feature = "redis"))]
-        "redis" | "rediss" => Err(LeaseError::FeatureOff {
-            scheme,
-            feature: "redis",
-        }),
-        _ => Err(LeaseError::UnsupportedUrl { scheme }),
-    }
-}
-
-/// `url` with its scheme in lower case: schemes are case-insensitive
-/// (RFC 3986), and not every client knows it.
-#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
-pub(crate) fn lowercase_scheme(url: &str) -> std::borrow::Cow<'_, str> {
-    match url.split_once("://") {
-        Some((scheme, rest)) if scheme.bytes().any(|b| b.is_ascii_uppercase()) => {
-            format!("{}://{rest}", scheme.to_ascii_lowercase()).into()
-        }
-        _ => url.into(),
-    }
 }
 
 /// Checks a namespace: the backends put it in keys and rows.

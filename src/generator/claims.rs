@@ -1,0 +1,96 @@
+//! Which claim a generator issues under, and the one way to move to the next.
+//!
+//! A leased generator that heals moves to a new claim: a new lease, on its
+//! old worker id or another. Calls read the claim in force once, at their
+//! start, and judge and compose their ticks with it alone (see
+//! [`Claim`]); what this file keeps is the order that makes that safe:
+//!
+//! 1. the tick counter is moved past every tick the new claim may not
+//!    issue, and past the unit of every tick handed out so far
+//!    (`Raw::advance`);
+//! 2. only then is the new claim published, with `Release`;
+//! 3. a call loads the claim with `Acquire` *before* it reserves a tick.
+//!
+//! So a call that sees the new claim reserves after step 1, and its ticks
+//! are the new claim's to issue, in a later unit than any ID issued before
+//! (IDs keep increasing though the worker field changed). A call that
+//! loaded an older claim judges its ticks by that claim's fence, which was
+//! confirmed for that claim's worker, and composes with that worker: an ID
+//! it was always allowed to issue. Ticks come from one counter, so no tick
+//! is handed out twice, whichever claim a call read.
+//!
+//! A call may still hold an older claim while a newer one is installed, so
+//! no claim is freed before the generator: each heal keeps one small
+//! allocation until then.
+
+#![allow(unsafe_code)]
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::lease::Claim;
+use crate::sync::{AtomicPtr, Ordering};
+
+/// The claim in force, and every claim that ever was.
+pub(crate) struct Claims {
+    /// Points into `kept`: the claim calls issue under.
+    current: AtomicPtr<Claim>,
+    kept: Mutex<Kept>,
+}
+
+struct Kept {
+    claims: Vec<Arc<Claim>>,
+    /// The generator shut down: no claim is installed any more.
+    shut: bool,
+}
+
+impl Claims {
+    pub(crate) fn new(first: Arc<Claim>) -> Claims {
+        Claims {
+            current: AtomicPtr::new(Arc::as_ptr(&first).cast_mut()),
+            kept: Mutex::new(Kept {
+                claims: vec![first],
+                shut: false,
+            }),
+        }
+    }
+
+    /// The claim in force. Load it before reserving ticks (step 3).
+    #[inline]
+    pub(crate) fn current(&self) -> &Claim {
+        // Acquire: pairs with the Release in `install`, so that the counter's
+        // move past the new claim's predecessor comes before this caller's
+        // reservation (a plain load on x86).
+        let claim = self.current.load(Ordering::Acquire);
+        // SAFETY: `current` only ever holds a pointer from `Arc::as_ptr` of a
+        // claim in `kept`, which keeps every claim it was given until `self`
+        // is dropped; the reference cannot outlive `&self`.
+        unsafe { &*claim }
+    }
+
+    /// Makes `next` the claim in force, after `advance` moved the tick
+    /// counter past what it may not issue (steps 1 and 2); returns it. `None`
+    /// once the generator shut down: nothing is installed, nothing moved.
+    pub(crate) fn install(&self, next: Arc<Claim>, advance: impl FnOnce(&Claim)) -> Option<&Claim> {
+        let mut kept = self.kept.lock();
+        if kept.shut {
+            return None;
+        }
+        let pointer = Arc::as_ptr(&next).cast_mut();
+        if !std::ptr::eq(self.current.load(Ordering::Relaxed), pointer) {
+            advance(&next);
+            kept.claims.push(next);
+            // Release: see `current`.
+            self.current.store(pointer, Ordering::Release);
+        }
+        // SAFETY: as in `current`: `next` is in `kept` now.
+        Some(unsafe { &*pointer })
+    }
+
+    /// Installs nothing from now on; returns the claim in force, the last.
+    pub(crate) fn shut(&self) -> &Claim {
+        self.kept.lock().shut = true;
+        self.current()
+    }
+}

@@ -1,0 +1,44 @@
+//! A registry from a URL.
+
+use std::sync::Arc;
+
+use super::backend::Registry;
+use super::error::LeaseError;
+
+/// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
+/// with the `postgres` feature, `redis://` (or `rediss://`, with TLS) with
+/// the `redis` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a
+/// PostgreSQL URL, as libpq takes them; `rediss://`, and `sslrootcert=` too,
+/// for Redis. Without a CA file, the system's CAs are trusted.
+///
+/// Nothing is sent until the first acquisition.
+///
+/// # Errors
+///
+/// [`LeaseError::UnsupportedUrl`] for another scheme,
+/// [`LeaseError::FeatureOff`] for one whose feature is off, and
+/// [`LeaseError::InvalidUrl`] for a URL the client cannot parse.
+pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
+    // Schemes are case-insensitive (RFC 3986, section 3.1).
+    let scheme = url
+        .split_once("://")
+        .map_or("", |(scheme, _)| scheme)
+        .to_ascii_lowercase();
+    match scheme.as_str() {
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => Ok(Arc::new(super::PostgresRegistry::new(url)?)),
+        #[cfg(not(feature = "postgres"))]
+        "postgres" | "postgresql" => Err(LeaseError::FeatureOff {
+            scheme,
+            feature: "postgres",
+        }),
+        #[cfg(feature = "redis")]
+        "redis" | "rediss" => Ok(Arc::new(super::RedisRegistry::new(url)?)),
+        #[cfg(not(feature = "redis"))]
+        "redis" | "rediss" => Err(LeaseError::FeatureOff {
+            scheme,
+            feature: "redis",
+        }),
+        _ => Err(LeaseError::UnsupportedUrl { scheme }),
+    }
+}
