@@ -1,11 +1,15 @@
 //! TLS to both registries, against the real servers and the throwaway CA
 //! that `scripts/services.sh` makes: verified leases work; an unknown CA, or
-//! a plain client where TLS is wanted, is refused with an error that says so.
+//! a plain client where TLS is wanted, is refused with an error that says
+//! so; and a connection a restarting server drops is not called a TLS problem.
+//!
+//! One test stops a server, so the tests of this file run one at a time.
 
 #![cfg(any(feature = "postgres", feature = "redis"))]
 
 mod common;
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::backend::{Backend, unknown_ca};
@@ -14,8 +18,14 @@ use flakegen::{Builder, IdGenerator, Layout};
 
 const ONE_ID_PER_TEST: Layout = Layout::builder().worker_bits(4).build_const();
 
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn a_verified_lease_over_tls_issues_and_releases() {
+    let _serial = serial();
     for backend in Backend::all() {
         let registry = lease::connect(&backend.tls_url()).unwrap();
         let lease = Lease::new(registry, "tls").ttl(Duration::from_secs(2));
@@ -37,6 +47,7 @@ fn first_error(url: &str) -> LeaseError {
 
 #[test]
 fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
+    let _serial = serial();
     for backend in Backend::all() {
         let url = backend.tls_url();
         let (base, _) = url.split_once("sslrootcert=").unwrap();
@@ -54,6 +65,7 @@ fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
 
 #[test]
 fn a_plain_client_where_tls_is_wanted_is_told_so() {
+    let _serial = serial();
     for backend in Backend::all() {
         let url = backend.tls_url();
         // The same server, role and port, without TLS.
@@ -70,5 +82,31 @@ fn a_plain_client_where_tls_is_wanted_is_told_so() {
         let message = e.to_string();
         assert!(message.contains("TLS"), "{message}");
         assert!(!message.contains("check that the server runs"), "{message}");
+    }
+}
+
+/// A server that goes away drops its connections, as a TLS-only port drops
+/// a plain client: the two are told apart, and the restart is said as an
+/// unreachable server, never as "use TLS".
+#[test]
+fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
+    let _serial = serial();
+    for backend in Backend::all() {
+        let registry = lease::connect(&backend.url()).unwrap();
+        registry.read("reset", 1).unwrap();
+        backend.services("stop");
+        let dropped = registry.read("reset", 1);
+        backend.services("start");
+        let e = dropped.unwrap_err();
+        assert!(
+            matches!(e, LeaseError::Unreachable { .. }),
+            "{}: {e:?}",
+            backend.name()
+        );
+        let message = e.to_string();
+        assert!(message.contains("check that the server runs"), "{message}");
+        assert!(!message.contains("TLS"), "{message}");
+        // And the next call connects again.
+        registry.read("reset", 1).unwrap();
     }
 }

@@ -62,6 +62,10 @@ pub struct RedisRegistry {
     swap: Script,
 }
 
+/// How long the probe that tells a TLS-only port from a server going away
+/// may take: it runs only on a dropped connection, on the lease's thread.
+const TLS_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The server's clock (`now`, ms rounded down) and process (`run`), at the
 /// top of every script.
 macro_rules! lua_server {
@@ -243,16 +247,17 @@ impl RedisRegistry {
         if let Some(reason) = tls::tls_failure(&e) {
             return LeaseError::Tls { address, reason };
         }
-        let plain = !matches!(
-            self.client.get_connection_info().addr,
-            redis::ConnectionAddr::TcpTls { .. }
-        );
-        if plain && e.is_connection_dropped() {
-            // A TLS-only port closes a connection that speaks plain text.
-            return LeaseError::TlsRequired {
-                address,
-                source: Arc::new(e),
-            };
+        if e.is_connection_dropped() {
+            // A TLS-only port closes a connection that speaks plain text;
+            // so does a server going away. Only the first answers in TLS.
+            if let redis::ConnectionAddr::Tcp(host, port) = &self.client.get_connection_info().addr {
+                if tls::speaks_tls(host, *port, TLS_PROBE_TIMEOUT) {
+                    return LeaseError::TlsRequired {
+                        address,
+                        source: Arc::new(e),
+                    };
+                }
+            }
         }
         if e.is_io_error()
             || e.is_timeout()

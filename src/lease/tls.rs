@@ -2,8 +2,12 @@
 //! certificate to check (PostgreSQL; the Redis client checks its own), which
 //! CAs to trust, and what a failure means.
 
-use rustls::Error as TlsError;
-use rustls::crypto::CryptoProvider;
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, Error as TlsError, SignatureScheme};
 
 #[cfg(feature = "postgres")]
 pub(crate) use self::config::{Verify, client_config};
@@ -18,6 +22,102 @@ pub(crate) fn ensure_default_provider() {
     }
 }
 
+/// The crypto flakegen uses, whatever other crates enable.
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// `require`: encrypted, the certificate taken as it comes (the handshake's
+/// signatures are still checked against it). Also the probe's: it asks
+/// only whether the server speaks TLS.
+#[derive(Debug)]
+struct Unchecked(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for Unchecked {
+    fn verify_server_cert(
+        &self,
+        _: &CertificateDer<'_>,
+        _: &[CertificateDer<'_>],
+        _: &ServerName<'_>,
+        _: &[u8],
+        _: UnixTime,
+    ) -> Result<ServerCertVerified, TlsError> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Whether the server at `host`:`port` answers a TLS handshake, within
+/// `within`. A server that drops a plain connection is TLS-only if it does;
+/// if it does not (or does not answer), it was going away: a restart, a
+/// crash, a failover, not a request for TLS.
+#[cfg(feature = "redis")]
+pub(crate) fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> bool {
+    use std::net::{TcpStream, ToSocketAddrs};
+
+    use rustls::pki_types::ServerName;
+    use rustls::{ClientConfig, ClientConnection};
+
+    let probe = || -> Option<bool> {
+        let address = (host, port).to_socket_addrs().ok()?.next()?;
+        let mut stream = TcpStream::connect_timeout(&address, within).ok()?;
+        stream.set_read_timeout(Some(within)).ok()?;
+        stream.set_write_timeout(Some(within)).ok()?;
+        let config = ClientConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .ok()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Unchecked(provider())))
+            .with_no_client_auth();
+        let name = ServerName::try_from(host.to_owned()).ok()?;
+        let mut tls = ClientConnection::new(Arc::new(config), name).ok()?;
+        while tls.is_handshaking() {
+            if let Err(e) = tls.complete_io(&mut stream) {
+                // A TLS alert is an answer in TLS; bytes that are no TLS
+                // record, or no bytes, are not.
+                let alert = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<TlsError>())
+                    .is_some_and(|e| matches!(e, TlsError::AlertReceived(_)));
+                return Some(alert);
+            }
+        }
+        Some(true)
+    };
+    probe().unwrap_or(false)
+}
+
 /// The client configuration for PostgreSQL's `sslmode`s.
 #[cfg(feature = "postgres")]
 mod config {
@@ -26,13 +126,14 @@ mod config {
 
     use rustls::client::WebPkiServerVerifier;
     use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-    use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
     use rustls::{
         CertificateError, ClientConfig, DigitallySignedStruct, Error as TlsError, RootCertStore,
         SignatureScheme,
     };
+
+    use super::{Unchecked, provider};
 
     /// How much of the server's certificate is checked, by libpq's names.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,11 +144,6 @@ mod config {
         Chain,
         /// `verify-full`: signed by a trusted CA, for the host in the URL.
         Full,
-    }
-
-    /// The crypto flakegen uses, whatever other crates enable.
-    fn provider() -> Arc<CryptoProvider> {
-        Arc::new(rustls::crypto::ring::default_provider())
     }
 
     /// The CAs to trust: those in `ca_file` (PEM), or the system's.
@@ -154,56 +250,6 @@ mod config {
 
         fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
             self.0.supported_verify_schemes()
-        }
-    }
-
-    /// `require`: encrypted, the certificate taken as it comes (the handshake's
-    /// signatures are still checked against it).
-    #[derive(Debug)]
-    struct Unchecked(Arc<CryptoProvider>);
-
-    impl ServerCertVerifier for Unchecked {
-        fn verify_server_cert(
-            &self,
-            _: &CertificateDer<'_>,
-            _: &[CertificateDer<'_>],
-            _: &ServerName<'_>,
-            _: &[u8],
-            _: UnixTime,
-        ) -> Result<ServerCertVerified, TlsError> {
-            Ok(ServerCertVerified::assertion())
-        }
-
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, TlsError> {
-            verify_tls12_signature(
-                message,
-                cert,
-                dss,
-                &self.0.signature_verification_algorithms,
-            )
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, TlsError> {
-            verify_tls13_signature(
-                message,
-                cert,
-                dss,
-                &self.0.signature_verification_algorithms,
-            )
-        }
-
-        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-            self.0.signature_verification_algorithms.supported_schemes()
         }
     }
 }
