@@ -8,7 +8,9 @@
 //! ```
 //!
 //! `--requests N` makes N requests to itself, then shuts down as on Ctrl-C:
-//! the way CI runs it.
+//! the way CI runs it. `scripts/heal-drill.sh` runs it through a Redis
+//! crash: it answers 503 while its lease heals, and 200 again after, with
+//! no restart.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -38,6 +40,12 @@ struct Args {
     /// Make this many requests to itself, then shut down.
     #[arg(long)]
     requests: Option<u32>,
+    /// The lease's TTL.
+    #[arg(long, default_value_t = 10_000)]
+    ttl_ms: u64,
+    /// How far clocks may disagree with the registry's, for ids without a record.
+    #[arg(long, default_value_t = 2_000)]
+    skew_ms: u64,
 }
 
 /// The service's state: one generator, shared by every request.
@@ -48,7 +56,8 @@ async fn next_id(State(ids): State<Ids>) -> Result<String, (StatusCode, String)>
     // Waits (the unit's IDs used up, the clock behind) are tokio sleeps.
     match ids.next_id_async().await {
         Ok(id) => Ok(id.to_string()),
-        // A lease lost or at its fence: say why, and let the client retry.
+        // At its fence while the lease renews or heals: say why, and let the
+        // client retry.
         Err(e) => Err((StatusCode::SERVICE_UNAVAILABLE, e.to_string())),
     }
 }
@@ -67,10 +76,15 @@ async fn main() -> std::process::ExitCode {
 
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let registry = lease::connect(&args.registry)?;
+    let lease = Lease::new(registry, args.namespace)
+        .ttl(Duration::from_millis(args.ttl_ms))
+        .skew(Duration::from_millis(args.skew_ms));
     // Never blocks the runtime: the lease is acquired on its own thread.
+    // A lease lost later (a registry restart) is leased again by that thread:
+    // the handler answers 503 meanwhile, and 200 again after.
     let ids: Ids = Arc::new(
         Builder::new()
-            .lease(Lease::new(registry, args.namespace))
+            .lease(lease)
             .build_async(Strategy::Atomic)
             .await?,
     );

@@ -94,3 +94,78 @@ impl Claims {
         self.current()
     }
 }
+
+/// The order above, modelled: a claim installed while callers reserve.
+/// `RUSTFLAGS="--cfg loom" cargo test --release --lib claims`
+#[cfg(all(test, loom))]
+mod loom_model {
+    use std::sync::Arc;
+
+    use loom::thread;
+
+    use super::Claims;
+    use crate::generator::state::{TickCounter, TickRules};
+    use crate::layout::Layout;
+    use crate::lease::Claim;
+
+    /// 1 ms units from 1970, 4 ticks each: ms and units are one.
+    const LAYOUT: Layout = Layout::builder()
+        .timestamp_bits(41)
+        .worker_bits(4)
+        .sequence_bits(2)
+        .epoch_unix_millis(0)
+        .build_const();
+
+    /// One call: the claim first, then a tick; issued if below the claim's
+    /// cap, given back if not. Returns the claim's worker and the tick.
+    fn call(claims: &Claims, counter: &TickCounter) -> Option<(u64, u64)> {
+        let claim = claims.current();
+        let tick = counter.take(1, LAYOUT.max_tick()).unwrap();
+        if tick < claim.cap() {
+            Some((claim.worker(), tick))
+        } else {
+            counter.give_back(tick, tick);
+            None
+        }
+    }
+
+    #[test]
+    fn no_call_mixes_one_claims_worker_with_another_claims_ticks() {
+        loom::model(|| {
+            // Worker 1 up to its fence at unit 2; then worker 2 from unit 1
+            // (its predecessor's fence) to unit 10.
+            let first = Arc::new(Claim::leased(&LAYOUT, 1, 0, 2));
+            let next = Arc::new(Claim::leased(&LAYOUT, 2, 1, 10));
+            let (first_range, next_range) = (
+                (first.last(), first.cap()),
+                (next.last(), next.cap()),
+            );
+            let rules = TickRules::new(LAYOUT, u64::MAX);
+            let claims = Arc::new(Claims::new(first));
+            let counter = Arc::new(TickCounter::new(0));
+            let callers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (claims, counter) = (Arc::clone(&claims), Arc::clone(&counter));
+                    thread::spawn(move || {
+                        [call(&claims, &counter), call(&claims, &counter)]
+                    })
+                })
+                .collect();
+            claims.install(next, |next| counter.advance(&rules, next.last()));
+            let issued: Vec<(u64, u64)> = callers
+                .into_iter()
+                .flat_map(|c| c.join().unwrap())
+                .flatten()
+                .chain(call(&claims, &counter))
+                .collect();
+            for &(worker, tick) in &issued {
+                let (last, cap) = if worker == 1 { first_range } else { next_range };
+                assert!(last < tick && tick < cap, "worker {worker}, tick {tick}: {issued:?}");
+            }
+            let mut ticks: Vec<u64> = issued.iter().map(|i| i.1).collect();
+            ticks.sort_unstable();
+            ticks.dedup();
+            assert_eq!(ticks.len(), issued.len(), "a tick twice: {issued:?}");
+        });
+    }
+}
