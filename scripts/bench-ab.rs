@@ -1,8 +1,9 @@
-//! Two revisions of flakegen in one process (`a` and `b`, renamed
+//! Revisions of flakegen in one process (`r0`, `r1`, ..., renamed
 //! dependencies set up by bench-ab.sh), measured in interleaved rounds, so
-//! that the machine's drift over minutes slows both alike. Below the cap
-//! (a 22-bit sequence), one call per ID, on 1, 2 and 4 threads, each
-//! strategy without a lease and with one held.
+//! that the machine's drift over minutes slows them all alike. Below the cap
+//! (a 22-bit sequence), one call per ID, on 1, 2 and 4 threads (`THREADS`
+//! to choose), each strategy without a lease and with one held; and a bare
+//! clock read, the floor the clock-reading strategies stand on.
 
 use std::hint::black_box;
 use std::sync::Barrier;
@@ -40,6 +41,14 @@ fn quantile(values: &mut [f64], q: f64) -> f64 {
     values[((values.len() - 1) as f64 * q).round() as usize]
 }
 
+/// `clock_gettime(CLOCK_REALTIME)` through the vDSO, as `SystemClock` reads it.
+fn clock_read() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// One generator of each strategy from crate `$krate`, unleased and
 /// leased (from a `MemoryRegistry`, its lease held), as contenders. Each is
 /// called through its own type, as a program that names it does.
@@ -54,9 +63,6 @@ macro_rules! contenders {
                 }
             })
         }
-        let name = |kind: &str, strategy: &str| -> &'static str {
-            Box::leak(format!("{kind}{strategy} {}", $label).into_boxed_str())
-        };
         let wide = $krate::Layout::builder()
             .worker_bits(0)
             .sequence_bits(22)
@@ -70,43 +76,59 @@ macro_rules! contenders {
             unleased.lease($krate::lease::Lease::new(registry, "bench-ab"))
         };
         for (kind, leased) in [("", false), ("leased ", true)] {
-            $list.push((name(kind, "atomic"), contender(builder(leased).build_atomic().unwrap())));
-            $list.push((name(kind, "mutex"), contender(builder(leased).build_mutex().unwrap())));
-            $list.push((name(kind, "ticker"), contender(builder(leased).build_ticker().unwrap())));
+            $list.push((format!("{kind}atomic"), $label, contender(builder(leased).build_atomic().unwrap())));
+            $list.push((format!("{kind}mutex"), $label, contender(builder(leased).build_mutex().unwrap())));
+            $list.push((format!("{kind}ticker"), $label, contender(builder(leased).build_ticker().unwrap())));
         }
     }};
 }
 
-type Contender = (&'static str, Box<dyn Fn(u64) + Sync>);
+/// A contender: what it is, which revision, and its work.
+type Contender = (String, &'static str, Box<dyn Fn(u64) + Sync>);
 
 fn main() {
     let rounds: usize = std::env::var("ROUNDS").map_or(41, |r| r.parse().unwrap());
-    let mut list: Vec<Contender> = vec![];
-    contenders!(a, "a", list);
-    contenders!(b, "b", list);
-    for threads in [1, 2, 4] {
+    let threads: Vec<usize> = std::env::var("THREADS").map_or(vec![1, 2, 4], |t| {
+        t.split(',').map(|n| n.parse().unwrap()).collect()
+    });
+    let mut list: Vec<Contender> = vec![(
+        "clock read".into(),
+        "--",
+        Box::new(|n| {
+            for _ in 0..n {
+                black_box(clock_read());
+            }
+        }),
+    )];
+    // REVISIONS
+    for threads in threads {
         let mut ns = vec![Vec::with_capacity(rounds); list.len()];
-        for (_, warm_up) in &list {
+        for (_, _, warm_up) in &list {
             on_threads(threads, &**warm_up);
         }
         for round in 0..rounds {
             for i in 0..list.len() {
                 let at = (i + round) % list.len();
-                ns[at].push(on_threads(threads, &*list[at].1));
+                ns[at].push(on_threads(threads, &*list[at].2));
             }
         }
         println!("\n{threads} thread(s), {rounds} interleaved rounds of {IDS} IDs: ns per ID, median (p25–p75)");
-        for (at, (name, _)) in list.iter().enumerate() {
+        for (at, (name, revision, _)) in list.iter().enumerate() {
             let mut v = ns[at].clone();
             let (p25, p50, p75) = (quantile(&mut v, 0.25), quantile(&mut v, 0.5), quantile(&mut v, 0.75));
-            println!("  {name:<15} {p50:8.2} ({p25:.2}–{p75:.2})");
+            println!("  {name:<15} {revision:<3} {p50:8.2} ({p25:.2}–{p75:.2})");
         }
-        let half = list.len() / 2;
-        for at in 0..half {
-            let mut ratio: Vec<f64> = (0..rounds).map(|r| ns[half + at][r] / ns[at][r]).collect();
+        // Each revision's figure ÷ the first's, round by round.
+        for (at, (name, revision, _)) in list.iter().enumerate() {
+            let Some(first) = list.iter().position(|(n, r, _)| n == name && *r == "r0") else {
+                continue;
+            };
+            if *revision == "r0" {
+                continue;
+            }
+            let mut ratio: Vec<f64> = (0..rounds).map(|r| ns[at][r] / ns[first][r]).collect();
             let (p25, p50, p75) = (quantile(&mut ratio, 0.25), quantile(&mut ratio, 0.5), quantile(&mut ratio, 0.75));
-            let strategy = list[at].0.trim_end_matches(" a");
-            println!("  {strategy:<13} b ÷ a, round by round: {p50:.3} ({p25:.3}–{p75:.3})");
+            println!("  {name:<15} {revision} ÷ r0, round by round: {p50:.3} ({p25:.3}–{p75:.3})");
         }
     }
 }

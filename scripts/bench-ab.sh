@@ -1,44 +1,61 @@
 #!/usr/bin/env bash
-# Two revisions of flakegen in one process, measured in interleaved rounds:
-# the strategies' time per ID below the cap on 1, 2 and 4 threads, each
-# revision's, and b ÷ a round by round (scripts/bench-ab.rs).
+# Revisions of flakegen in one process, measured in interleaved rounds: the
+# strategies' time per ID below the cap on 1, 2 and 4 threads, unleased and
+# with a lease held, each revision's, and each ÷ the first round by round
+# (scripts/bench-ab.rs). The one tool for comparing revisions.
 #
-#   scripts/bench-ab.sh <rev-a> [<rev-b>]     # rev-b: this checkout as it is
-#   ROUNDS=61 scripts/bench-ab.sh d598cd5 HEAD
+#   scripts/bench-ab.sh <rev>                  # <rev> against this checkout as it is
+#   scripts/bench-ab.sh <rev> <rev> [<rev>...] # those revisions, each ÷ the first:
+#                                              # the steps of a change, one by one
+#   ROUNDS=61 THREADS=1 scripts/bench-ab.sh d598cd5 HEAD
 #
-# Criterion, and bench-compare.sh, measure one revision and then the other,
-# minutes apart; on a shared 2-core VM the machine drifts by more than that
-# between them, most of all with two threads (the same binary's 2-thread
-# figures move by 2x from one run to the next). Here both revisions run in
-# turn, round after round, so drift slows both alike and the ratio holds.
-# Each revision is a worktree under target/bench-ab whose package version
-# is changed there (and only there) so that cargo builds both side by side.
+# Measuring one revision and then another, minutes apart, does not work on a
+# shared 2-core VM: the machine drifts by more than that between them, most
+# of all with two threads (the same binary's 2-thread figures move by 2x
+# from one run to the next). Here the revisions run in turn, round after
+# round, so drift slows all alike and the ratios hold. A clock read is
+# measured beside them, so one-thread figures also read as "ns over the clock".
+#
+# Each revision is a worktree under target/bench-ab whose package version is
+# changed there (and only there) so that cargo builds them side by side. The
+# revisions need the public API the harness uses: Builder, the three
+# build_* methods, lease::{Lease, MemoryRegistry}.
 set -euo pipefail
 
 if [ $# -lt 1 ]; then
-  echo "usage: $0 <rev-a> [<rev-b>]" >&2
+  echo "usage: $0 <rev> [<rev> ...]" >&2
   exit 2
 fi
 
 root=$(git rev-parse --show-toplevel)
 work="$root/target/bench-ab"
-mkdir -p "$work"
+mkdir -p "$work/harness/src"
 
-source "$root/scripts/worktree.sh"
-
-# A worktree of $1 whose package is version $2; prints its path.
+# A detached worktree of $1 (named by its full hash, added the first time)
+# whose package is version 0.0.$2; prints its path.
 checkout() {
-  local dir
-  dir=$(worktree "$1" "$work")
-  sed -i "0,/^version = .*/s//version = \"$2\"/" "$dir/Cargo.toml"
+  local sha dir
+  sha=$(git -C "$root" rev-parse --verify "$1^{commit}")
+  dir="$work/$sha"
+  [ -d "$dir" ] || git -C "$root" worktree add --detach "$dir" "$sha" >/dev/null
+  sed -i "0,/^version = .*/s//version = \"0.0.$2\"/" "$dir/Cargo.toml"
   echo "$dir"
 }
 
-dir_a=$(checkout "$1" 0.0.1)
-if [ $# -ge 2 ]; then dir_b=$(checkout "$2" 0.0.2); else dir_b=$root; fi
+revisions=("$@")
+dirs=()
+for i in "${!revisions[@]}"; do dirs+=("$(checkout "${revisions[$i]}" "$((i + 1))")"); done
+if [ $# -eq 1 ]; then
+  revisions+=("this checkout")
+  dirs+=("$root")
+fi
 
-mkdir -p "$work/harness/src"
-cp "$root/scripts/bench-ab.rs" "$work/harness/src/main.rs"
+deps="" calls=""
+for i in "${!dirs[@]}"; do
+  deps+="r$i = { package = \"flakegen\", path = \"${dirs[$i]}\" }"$'\n'
+  calls+="    contenders!(r$i, \"r$i\", list);"$'\n'
+  echo "r$i = ${revisions[$i]} ($(git -C "${dirs[$i]}" rev-parse --short HEAD))"
+done
 cat > "$work/harness/Cargo.toml" <<TOML
 [package]
 name = "flakegen-bench-ab"
@@ -47,11 +64,11 @@ edition = "2024"
 publish = false
 
 [dependencies]
-a = { package = "flakegen", path = "$dir_a" }
-b = { package = "flakegen", path = "$dir_b" }
-
+libc = "0.2"
+$deps
 [workspace]
 TOML
-echo "a = $1 ($(git -C "$dir_a" rev-parse --short HEAD)), b = ${2:-this checkout} ($(git -C "$dir_b" rev-parse --short HEAD))"
+awk -v calls="$calls" '/^ *\/\/ REVISIONS$/ { printf "%s", calls; next } { print }' \
+  "$root/scripts/bench-ab.rs" > "$work/harness/src/main.rs"
 cd "$work/harness"
-cargo run --release --quiet
+REVISIONS=${#dirs[@]} cargo run --release --quiet

@@ -4,8 +4,6 @@ use core::fmt;
 use core::num::NonZeroU32;
 use core::str::FromStr;
 
-use crate::error::{IdError, ParseIdError};
-
 /// A 64-bit Snowflake ID.
 ///
 /// A plain number with a type: it orders, hashes and prints as its `u64`, but
@@ -196,9 +194,174 @@ impl FromStr for Snowflake {
     }
 }
 
+/// Which field of an ID a value belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Field {
+    /// Time units since the layout's epoch.
+    Timestamp,
+    /// The worker (machine, shard) id.
+    Worker,
+    /// The per-unit sequence number.
+    Sequence,
+}
+
+impl fmt::Display for Field {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Field::Timestamp => "timestamp",
+            Field::Worker => "worker id",
+            Field::Sequence => "sequence",
+        })
+    }
+}
+
+/// An ID, or a value meant to become one, that does not fit where it is put:
+/// a layout's fields, or a signed 64-bit column.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::{Field, Fields, IdError, Layout};
+///
+/// let err = Layout::TWITTER
+///     .compose(Fields { timestamp: 0, worker: 1024, sequence: 0 })
+///     .unwrap_err();
+/// assert_eq!(err, IdError::FieldOutOfRange { field: Field::Worker, value: 1024, max: 1023 });
+/// assert!(err.to_string().contains("at most 1023"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum IdError {
+    /// A value given to [`Layout::compose`](crate::Layout::compose) does not fit its field.
+    FieldOutOfRange {
+        /// Which field.
+        field: Field,
+        /// The value given.
+        value: u64,
+        /// The largest value the field can hold.
+        max: u64,
+    },
+    /// An ID has bits set above the layout's fields, so it was not made with this layout.
+    OutsideLayout {
+        /// The ID.
+        id: u64,
+        /// How many low bits the layout uses.
+        bits: u32,
+    },
+    /// A negative `i64` cannot be an ID.
+    Negative {
+        /// The value given.
+        value: i64,
+    },
+    /// The ID is above `i64::MAX`, so it does not fit a signed 64-bit column.
+    AboveI64 {
+        /// The ID.
+        id: u64,
+    },
+}
+
+impl fmt::Display for IdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            IdError::FieldOutOfRange { field, value, max } => {
+                write!(
+                    f,
+                    "{field} {value} does not fit the layout: it must be at most {max}"
+                )
+            }
+            IdError::OutsideLayout { id, bits } => write!(
+                f,
+                "id {id} has bits set above the layout's {bits} bits: \
+                 it was made with another layout; decode it with that one"
+            ),
+            IdError::Negative { value } => write!(
+                f,
+                "negative value {value} is not an id (ids are never negative): \
+                 was it read from the wrong column?"
+            ),
+            IdError::AboveI64 { id } => write!(
+                f,
+                "id {id} is above i64::MAX and does not fit a signed 64-bit column: \
+                 store it as NUMERIC(20) or text, or use a layout that keeps the top bit clear"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for IdError {}
+
+/// A string that is not the decimal form of a 64-bit ID. Holds no copy of
+/// the input, so parsing never allocates.
+///
+/// # Examples
+///
+/// ```
+/// use flakegen::Snowflake;
+///
+/// let err = "12ab".parse::<Snowflake>().unwrap_err();
+/// assert_eq!(err.to_string(), "invalid id: byte 2 is not a decimal digit (ids are digits only: no sign, spaces or separators)");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParseIdError {
+    kind: ParseIdErrorKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum ParseIdErrorKind {
+    Empty,
+    NotADigit { at: usize },
+    TooLarge,
+}
+
+impl ParseIdError {
+    pub(crate) const fn empty() -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::Empty,
+        }
+    }
+
+    pub(crate) const fn not_a_digit(at: usize) -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::NotADigit { at },
+        }
+    }
+
+    pub(crate) const fn too_large() -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::TooLarge,
+        }
+    }
+}
+
+impl fmt::Display for ParseIdError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            ParseIdErrorKind::Empty => f.write_str("invalid id: empty; expected decimal digits"),
+            ParseIdErrorKind::NotADigit { at } => write!(
+                f,
+                "invalid id: byte {at} is not a decimal digit \
+                 (ids are digits only: no sign, spaces or separators)"
+            ),
+            ParseIdErrorKind::TooLarge => {
+                f.write_str("invalid id: too large; ids are at most 18446744073709551615")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParseIdError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_and_id_errors_are_small_and_copy() {
+        fn copy<T: Copy>() {}
+        copy::<ParseIdError>();
+        copy::<IdError>();
+        assert!(size_of::<Result<Snowflake, ParseIdError>>() <= 24);
+    }
 
     #[test]
     fn parses_and_prints_decimal() {

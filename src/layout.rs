@@ -7,11 +7,10 @@
 use core::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::clock::units::{NANOS_PER_MILLI, unix_nanos};
 use crate::divisor::Divisor;
-use crate::error::{Field, IdError, LayoutError};
 use crate::id::Snowflake;
-
-const NANOS_PER_MILLI: u64 = 1_000_000;
+use crate::id::{Field, IdError};
 
 /// The order of the two fields below the timestamp.
 ///
@@ -463,10 +462,7 @@ impl Layout {
     /// assert_eq!(Layout::TWITTER.timestamp_at(UNIX_EPOCH), 0);
     /// ```
     pub fn timestamp_at(&self, time: SystemTime) -> u64 {
-        let nanos = time
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        self.units_since_epoch(nanos)
+        self.units_since_epoch(unix_nanos(time))
     }
 
     // ---- crate-internal arithmetic for the generators ----
@@ -596,6 +592,58 @@ impl fmt::Debug for Layout {
             .finish()
     }
 }
+
+/// Why a [`Layout`](crate::Layout) was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// The timestamp field has no bits, so IDs would not be time-ordered.
+    NoTimestampBits,
+    /// The fields add up to more than 64 bits.
+    TooManyBits {
+        /// The sum of the three widths.
+        total: u32,
+    },
+    /// Timestamp and sequence together take all 64 bits, leaving the
+    /// generators' packed state no bit to detect overflow with.
+    NoHeadroom,
+    /// The time unit is zero.
+    ZeroUnit,
+    /// The time unit does not fit in 64 bits of nanoseconds.
+    UnitTooLarge,
+    /// The layout's timestamp would run past the year 2554, where 64 bits of
+    /// nanoseconds since 1970 (what a [`Clock`](crate::Clock) returns) end.
+    OutlivesClock,
+}
+
+impl fmt::Display for LayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("invalid layout: ")?;
+        match self {
+            LayoutError::NoTimestampBits => f.write_str(
+                "the timestamp field has no bits: give it at least 1 (41 is usual for milliseconds)",
+            ),
+            LayoutError::TooManyBits { total } => write!(
+                f,
+                "timestamp, worker and sequence widths add up to {total} bits: they must fit in 64"
+            ),
+            LayoutError::NoHeadroom => f.write_str(
+                "timestamp and sequence widths add up to 64 bits: keep them to 63 at most \
+                 (give the spare bit to the worker field or leave it unused)",
+            ),
+            LayoutError::ZeroUnit => f.write_str("the time unit is zero: use at least 1 ns"),
+            LayoutError::UnitTooLarge => {
+                f.write_str("the time unit is longer than u64::MAX nanoseconds (584 years)")
+            }
+            LayoutError::OutlivesClock => f.write_str(
+                "epoch plus the timestamp's range runs past the year 2554, beyond what clocks \
+                 measure: use fewer timestamp bits, a shorter unit or an earlier epoch",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LayoutError {}
 
 #[cfg(test)]
 mod tests {

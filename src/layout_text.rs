@@ -5,8 +5,7 @@ use core::fmt;
 use core::str::FromStr;
 use std::time::Duration;
 
-use crate::error::ParseLayoutError;
-use crate::layout::{FieldOrder, Layout};
+use crate::layout::{FieldOrder, Layout, LayoutError};
 
 /// The presets, by the names their text form uses.
 pub(crate) const PRESETS: [(&str, Layout); 4] = [
@@ -148,6 +147,59 @@ fn parse_unit(value: &str) -> Result<Duration, ParseLayoutError> {
         _ => return Err(bad),
     };
     count.checked_mul(per).map(Duration::from_nanos).ok_or(bad)
+}
+
+/// Text that names no [`Layout`](crate::Layout): see its
+/// [`FromStr`](crate::Layout#impl-FromStr-for-Layout) for the forms it takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParseLayoutError {
+    /// A single word that is no preset's name.
+    UnknownPreset,
+    /// A part of a custom layout that is not `key=value`.
+    NotAPair,
+    /// A key that is no field of a layout.
+    UnknownKey,
+    /// A value that does not fit its key.
+    BadValue {
+        /// The key.
+        key: &'static str,
+    },
+    /// The fields do not make a valid layout.
+    Invalid(LayoutError),
+}
+
+impl fmt::Display for ParseLayoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const FORM: &str = "a preset (twitter, discord, sonyflake, instagram) or fields such as \
+             \"timestamp_bits=41,worker_bits=10,sequence_bits=12,unit=1ms,\
+             epoch_unix_millis=1288834974657,field_order=worker-sequence\"";
+        match self {
+            ParseLayoutError::UnknownPreset => write!(f, "unknown layout: expected {FORM}"),
+            ParseLayoutError::NotAPair => {
+                write!(f, "a layout's fields are key=value pairs: expected {FORM}")
+            }
+            ParseLayoutError::UnknownKey => write!(f, "unknown layout field: expected {FORM}"),
+            ParseLayoutError::BadValue { key } => {
+                let expected = match *key {
+                    "unit" => "a whole number of ns, us, ms or s, such as 10ms",
+                    "field_order" => "worker-sequence or sequence-worker",
+                    _ => "a whole number",
+                };
+                write!(f, "bad value for layout field {key}: expected {expected}")
+            }
+            ParseLayoutError::Invalid(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ParseLayoutError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ParseLayoutError::Invalid(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -185,17 +185,17 @@ mod sync;
 pub mod worker;
 
 pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SyscallClock, SystemClock};
-pub use self::error::{
-    BuildError, Error, Field, IdError, IssueError, LayoutError, ParseIdError, ParseLayoutError,
-    ParseStrategyError, WorkerError, WorkerOrigin,
-};
+pub use self::error::Error;
 #[cfg(feature = "tokio")]
 pub use self::generator::AsyncIdGenerator;
 pub use self::generator::{
-    AtomicGenerator, Builder, Generator, IdGenerator, MutexGenerator, Strategy, TickerGenerator,
+    AtomicGenerator, BuildError, Builder, Generator, IdGenerator, IssueError, MutexGenerator,
+    ParseStrategyError, Strategy, TickerGenerator,
 };
-pub use self::id::Snowflake;
-pub use self::layout::{FieldOrder, Fields, Layout, LayoutBuilder};
+pub use self::id::{Field, IdError, ParseIdError, Snowflake};
+pub use self::layout::{FieldOrder, Fields, Layout, LayoutBuilder, LayoutError};
+pub use self::layout_text::ParseLayoutError;
+pub use self::worker::{WorkerError, WorkerOrigin};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

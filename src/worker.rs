@@ -38,9 +38,9 @@
 //! # Ok::<(), flakegen::Error>(())
 //! ```
 
+use core::fmt;
 use std::net::Ipv4Addr;
 
-use crate::error::{WorkerError, WorkerOrigin};
 use crate::layout::Layout;
 
 /// The environment variable [`from_env`] reads.
@@ -275,6 +275,55 @@ pub fn from_private_ipv4(layout: &Layout) -> Result<u64, WorkerError> {
         })?;
     from_ipv4(address, u32::from(prefix_len), layout)
 }
+
+/// Where [`worker`](crate::worker) looked for a worker id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WorkerOrigin {
+    /// An environment variable.
+    Environment,
+    /// The host (or pod) name.
+    HostName,
+    /// A network interface's IPv4 address.
+    Ipv4,
+}
+
+impl fmt::Display for WorkerOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            WorkerOrigin::Environment => "the environment",
+            WorkerOrigin::HostName => "the host name",
+            WorkerOrigin::Ipv4 => "the IPv4 address",
+        })
+    }
+}
+
+/// A worker id could not be read from the deployment. Its message says what
+/// was found and what to set instead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerError {
+    origin: WorkerOrigin,
+    reason: String,
+}
+
+impl WorkerError {
+    pub(crate) fn new(origin: WorkerOrigin, reason: String) -> Self {
+        WorkerError { origin, reason }
+    }
+
+    /// Where the worker id was looked for.
+    pub fn origin(&self) -> WorkerOrigin {
+        self.origin
+    }
+}
+
+impl fmt::Display for WorkerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no worker id from {}: {}", self.origin, self.reason)
+    }
+}
+
+impl std::error::Error for WorkerError {}
 
 #[cfg(test)]
 mod tests {

@@ -78,8 +78,8 @@ mod helper {
     };
 
     /// Every helper's lease terms: short, so faults bite often.
-    pub const TTL_MS: u64 = 1_000;
-    pub const SKEW_MS: u64 = 500;
+    pub(crate) const TTL_MS: u64 = 1_000;
+    pub(crate) const SKEW_MS: u64 = 500;
 
     /// The system clock, shifted: a host whose clock is wrong.
     #[derive(Clone, Copy)]
@@ -93,7 +93,7 @@ mod helper {
         }
     }
 
-    pub fn real_nanos() -> u128 {
+    pub(crate) fn real_nanos() -> u128 {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos())
@@ -116,7 +116,7 @@ mod helper {
     }
 
     /// What a helper is told, as `name=value` arguments.
-    pub struct Orders {
+    pub(crate) struct Orders {
         pub url: String,
         pub namespace: String,
         pub worker_bits: u32,
@@ -130,7 +130,7 @@ mod helper {
     }
 
     impl Orders {
-        pub fn to_args(&self) -> Vec<String> {
+        pub(crate) fn to_args(&self) -> Vec<String> {
             let hold = self
                 .hold_ms
                 .map_or("none".to_owned(), |(a, b)| format!("{a}..{b}"));
@@ -170,7 +170,7 @@ mod helper {
         }
     }
 
-    pub fn run(args: &[String]) -> ExitCode {
+    pub(crate) fn run(args: &[String]) -> ExitCode {
         let Some(orders) = Orders::parse(args) else {
             eprintln!("helper: bad arguments {args:?}");
             return ExitCode::FAILURE;
@@ -364,7 +364,7 @@ mod faults {
 
     /// Runs the randomized test on every backend (or those named), and
     /// prints the plain closing line.
-    pub fn run(args: &[String]) -> ExitCode {
+    pub(crate) fn run(args: &[String]) -> ExitCode {
         let option = |name: &str| {
             args.iter()
                 .position(|a| a == name)

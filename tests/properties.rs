@@ -1,4 +1,5 @@
-//! Property tests of DESIGN.md's invariants, for every strategy and policy.
+//! Property tests of the invariants the crate docs promise (`IdGenerator`'s
+//! guarantees, *Time going backwards*), for every strategy and policy.
 //!
 //! A script of clock events (advance, stall, step back, jump ahead) and calls
 //! (single, batch, blocking, non-blocking) runs against all three strategies
@@ -15,7 +16,8 @@
 //!
 //! A blocking call on a frozen clock would hang, so the runner keeps its own
 //! model of the logical clock and predicts whether a call has to wait (the
-//! rule of DESIGN.md: next tick = max(last + 1, start of the clock's unit),
+//! rule of `TickRules::reserve` in `src/generator/state.rs`: next tick =
+//! max(last + 1, start of the clock's unit),
 //! ready once within `max_lead` of the clock) and makes a non-blocking call
 //! then, which must answer `WouldBlock` with exactly the predicted wait. A
 //! wait beyond `max_wait` must be `ClockBehind`, from blocking and
@@ -170,7 +172,7 @@ impl Run {
         self.layout.unit()
     }
 
-    /// DESIGN.md's rule, from the outside: the tick after the last or the
+    /// The logical clock's rule, from the outside: the tick after the last or the
     /// clock's unit, whichever is later, issued once within `lead` of the clock.
     fn expect(&self, count: u64) -> Expect {
         let layout = &self.layout;

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 use flakegen::{Clock, SystemClock};
 
 #[derive(Clone, Copy, Debug)]
-pub struct CostlyClock {
+pub(crate) struct CostlyClock {
     cost: Duration,
 }
 
 impl CostlyClock {
-    pub fn new(cost: Duration) -> Self {
+    pub(crate) fn new(cost: Duration) -> Self {
         CostlyClock { cost }
     }
 }

@@ -16,7 +16,7 @@ use flakegen::IdGenerator;
 /// CPU time used by the whole process so far.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-pub fn process_cpu_time() -> Option<Duration> {
+pub(crate) fn process_cpu_time() -> Option<Duration> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -33,13 +33,17 @@ pub fn process_cpu_time() -> Option<Duration> {
 }
 
 /// One saturated run: IDs per second and cores busy.
-pub struct Load {
+pub(crate) struct Load {
     pub ids_per_second: f64,
     pub cores: Option<f64>,
 }
 
 /// Runs `threads` callers of `generator` flat out for `window`.
-pub fn saturate(generator: &(impl IdGenerator + ?Sized), threads: usize, window: Duration) -> Load {
+pub(crate) fn saturate(
+    generator: &(impl IdGenerator + ?Sized),
+    threads: usize,
+    window: Duration,
+) -> Load {
     let stop = AtomicBool::new(false);
     let issued = AtomicU64::new(0);
     let barrier = Barrier::new(threads + 1);

@@ -32,7 +32,7 @@ fn command(program: &str, args: &[&str]) -> Option<String> {
 }
 
 /// Nanoseconds per read of `clock`, over `reads` reads.
-pub fn clock_read_ns(clock: &impl Clock, reads: u32) -> f64 {
+pub(crate) fn clock_read_ns(clock: &impl Clock, reads: u32) -> f64 {
     let start = Instant::now();
     for _ in 0..reads {
         black_box(clock.unix_nanos());
@@ -45,7 +45,7 @@ pub fn clock_read_ns(clock: &impl Clock, reads: u32) -> f64 {
 /// measurement says the machine, not the code, took that long.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
-pub fn steal_time() -> Option<Duration> {
+pub(crate) fn steal_time() -> Option<Duration> {
     let stat = read("/proc/stat")?;
     let ticks: u64 = stat
         .lines()
@@ -66,14 +66,14 @@ pub fn steal_time() -> Option<Duration> {
 }
 
 /// Where Criterion keeps its results.
-pub fn criterion_dir() -> PathBuf {
+pub(crate) fn criterion_dir() -> PathBuf {
     let target =
         std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
     target.join("criterion")
 }
 
 /// Prints the environment and saves it as `target/criterion/environment.json`.
-pub fn report(quick: bool) -> serde_json::Value {
+pub(crate) fn report(quick: bool) -> serde_json::Value {
     let unknown = || "unknown".to_owned();
     let flags = cpuinfo_field("flags").unwrap_or_default();
     let virtualisation = match (

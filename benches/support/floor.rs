@@ -62,7 +62,7 @@ fn rounds(contenders: &[Contender<'_>], n: u64, rounds: usize) -> Vec<Vec<f64>> 
 }
 
 /// Prints the table and saves it as `target/criterion/floor.json`.
-pub fn report(quick: bool, wide: Layout) {
+pub(crate) fn report(quick: bool, wide: Layout) {
     let (calls, round_count) = if quick { (50_000, 9) } else { (200_000, 41) };
     let counter = CachePadded::new(AtomicU64::new(0));
     let lock = CachePadded::new(parking_lot::Mutex::new(0u64));

@@ -91,7 +91,7 @@ fn measure(
 }
 
 /// Prints the percentiles and saves them as `target/criterion/latency.json`.
-pub fn report(window: Duration) {
+pub(crate) fn report(window: Duration) {
     let half_rate = Layout::TWITTER.ids_per_second() / 2;
     println!(
         "\nlatency: ns per call, Twitter layout, max_lead 0, {window:?} each; \

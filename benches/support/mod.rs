@@ -1,8 +1,8 @@
 //! Helpers of the benchmark binary.
 
-pub mod costly;
-pub mod cpu;
-pub mod environment;
-pub mod floor;
-pub mod latency;
-pub mod peer;
+pub(crate) mod costly;
+pub(crate) mod cpu;
+pub(crate) mod environment;
+pub(crate) mod floor;
+pub(crate) mod latency;
+pub(crate) mod peer;

@@ -16,14 +16,14 @@ use flakegen::{Clock, SystemClock};
 /// A minimal clock + CAS snowflake at a 22-bit sequence, the width of the
 /// `mechanism` group's layout.
 #[derive(Default)]
-pub struct ClockCas {
+pub(crate) struct ClockCas {
     state: CachePadded<AtomicU64>,
 }
 
 impl ClockCas {
     /// The next ID, with the clock read by `unix_nanos`.
     #[inline]
-    pub fn next(&self, unix_nanos: impl FnOnce() -> u64) -> u64 {
+    pub(crate) fn next(&self, unix_nanos: impl FnOnce() -> u64) -> u64 {
         let now_ms = unix_nanos() / 1_000_000;
         // Relaxed: only the atomicity of the exchange matters here.
         let mut current = self.state.load(Ordering::Relaxed);
@@ -49,16 +49,16 @@ impl ClockCas {
 /// How a peer reads the clock: `std`, as they do; `system`, as flakegen's
 /// `SystemClock` does, to compare the mechanisms alone.
 #[derive(Clone, Copy, Debug)]
-pub enum PeerClock {
+pub(crate) enum PeerClock {
     Std,
     System,
 }
 
 impl PeerClock {
-    pub const ALL: [PeerClock; 2] = [PeerClock::Std, PeerClock::System];
+    pub(crate) const ALL: [PeerClock; 2] = [PeerClock::Std, PeerClock::System];
 
     /// The label benchmark ids use.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             PeerClock::Std => "std",
             PeerClock::System => "system",
@@ -67,7 +67,7 @@ impl PeerClock {
 
     /// Takes `n` IDs from `peer`, reading the clock this way; the choice
     /// is made once, outside the loop.
-    pub fn take(self, peer: &ClockCas, n: u64) {
+    pub(crate) fn take(self, peer: &ClockCas, n: u64) {
         match self {
             PeerClock::Std => {
                 for _ in 0..n {
@@ -85,7 +85,7 @@ impl PeerClock {
 
 /// The wall clock as the peers read it: `SystemTime::now()`, then a `Duration`.
 #[inline]
-pub fn std_unix_nanos() -> u64 {
+pub(crate) fn std_unix_nanos() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::Clock;
+use super::units::{millis_to_nanos, nanos, unix_nanos};
 
 /// A clock that moves only when told to: advance, stall, rewind.
 ///
@@ -50,7 +51,7 @@ impl ManualClock {
 
     /// A clock stopped at `millis` milliseconds since 1970.
     pub fn from_unix_millis(millis: u64) -> Self {
-        ManualClock::from_unix_nanos(millis.saturating_mul(1_000_000))
+        ManualClock::from_unix_nanos(millis_to_nanos(millis))
     }
 
     /// A clock stopped at `nanos` nanoseconds since 1970.
@@ -62,10 +63,7 @@ impl ManualClock {
 
     /// Sets the time.
     pub fn set(&self, time: SystemTime) {
-        let nanos = time
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
-        self.set_unix_nanos(nanos);
+        self.set_unix_nanos(unix_nanos(time));
     }
 
     /// Sets the time in nanoseconds since 1970.
@@ -75,7 +73,7 @@ impl ManualClock {
 
     /// Moves the time forward (saturating at the end of the `u64` range).
     pub fn advance(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let by = nanos(by);
         // fetch_update cannot fail with a closure that always returns Some.
         let _ = self
             .unix_nanos
@@ -87,7 +85,7 @@ impl ManualClock {
     /// Moves the time backwards (saturating at 1970), as an NTP step or a VM
     /// migration can.
     pub fn rewind(&self, by: Duration) {
-        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let by = nanos(by);
         let _ = self
             .unix_nanos
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {

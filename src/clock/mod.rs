@@ -6,6 +6,7 @@ mod manual;
 mod monotonic;
 mod os;
 mod system;
+pub(crate) mod units;
 
 pub use self::manual::ManualClock;
 pub use self::monotonic::MonotonicClock;

@@ -4,6 +4,7 @@ use std::time::Instant;
 
 use super::Clock;
 use super::os;
+use super::units::nanos;
 
 /// Wall time read once, then advanced by the monotonic clock.
 ///
@@ -48,8 +49,7 @@ impl Default for MonotonicClock {
 impl Clock for MonotonicClock {
     #[inline]
     fn unix_nanos(&self) -> u64 {
-        let elapsed = self.anchor.elapsed().as_nanos();
         self.anchor_unix_nanos
-            .saturating_add(u64::try_from(elapsed).unwrap_or(u64::MAX))
+            .saturating_add(nanos(self.anchor.elapsed()))
     }
 }

@@ -15,10 +15,7 @@ pub(crate) use self::imp::*;
 /// compiler does not inline, a `timespec` subtraction and a 128-bit product:
 /// on Linux [`realtime_nanos`] reads the same clock without them.
 pub(crate) fn std_realtime_nanos() -> u64 {
-    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
-        Err(_) => 0,
-    }
+    super::units::unix_nanos(std::time::SystemTime::now())
 }
 
 #[cfg(target_os = "linux")]

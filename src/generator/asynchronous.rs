@@ -5,7 +5,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use super::IdGenerator;
-use crate::error::IssueError;
+use super::error::IssueError;
 use crate::id::Snowflake;
 
 /// The issuing calls of [`IdGenerator`] for async code (feature `tokio`),

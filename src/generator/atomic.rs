@@ -2,10 +2,10 @@
 
 use crossbeam_utils::CachePadded;
 
+use super::error::BuildError;
 use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter};
 use crate::clock::{Clock, SystemClock};
-use crate::error::BuildError;
 use crate::lease::Claim;
 
 /// Lock-free: timestamp and sequence packed in one `AtomicU64`.

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::claims::Claims;
+use super::error::BuildError;
 use super::front::{Core, Generator, Raw, Readiness, Start};
 use super::state::TickRules;
+use crate::clock::units::{floor_millis, nanos, unix_millis};
 use crate::clock::{Clock, SystemClock};
-use crate::error::{BuildError, unix_millis};
 use crate::id::Snowflake;
 use crate::layout::{Fields, Layout};
 use crate::lease::{Claim, DEFAULT_TIMEOUT, Lease, LeaseHandle, Pending};
@@ -25,17 +26,18 @@ pub(crate) struct Settings<C> {
     pub(crate) max_lead: Duration,
     pub(crate) max_wait: Duration,
     pub(crate) resume_after: Option<Snowflake>,
-    pub(crate) lease: Option<Leased>,
+    pub(crate) lease: Option<LeaseSetting>,
 }
 
-/// A lease, with the generator's clock shared with the lease's thread.
+/// A lease as the builder was given it, with the generator's clock shared
+/// with the lease's thread.
 #[derive(Clone)]
-pub(crate) struct Leased {
+pub(crate) struct LeaseSetting {
     pub(crate) lease: Lease,
     pub(crate) clock: Arc<dyn Clock>,
 }
 
-impl fmt::Debug for Leased {
+impl fmt::Debug for LeaseSetting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The clock is the builder's, shown beside it.
         self.lease.fmt(f)
@@ -138,7 +140,7 @@ impl<C: Clock> Core<C> {
 impl StartWait {
     fn new(start_wait: Duration) -> Self {
         StartWait {
-            start_wait_nanos: u64::try_from(start_wait.as_nanos()).unwrap_or(u64::MAX),
+            start_wait_nanos: nanos(start_wait),
             give_up: None,
         }
     }
@@ -166,7 +168,7 @@ impl<C: Clock> Prepared<C> {
         if now < layout.unit_start_nanos(0) {
             return Err(BuildError::EpochInFuture {
                 epoch_unix_millis: unix_millis(layout.epoch()),
-                now_unix_millis: now / 1_000_000,
+                now_unix_millis: floor_millis(now),
             });
         }
         if layout.units_since_epoch(now) > layout.max_timestamp() {
@@ -176,9 +178,9 @@ impl<C: Clock> Prepared<C> {
                 end_unix_millis: unix_millis(layout.exhausted_at()),
             });
         }
-        let unit_nanos = layout.unit().as_nanos();
-        let max_wait_nanos = u64::try_from(max_wait.as_nanos().max(unit_nanos)).unwrap_or(u64::MAX);
-        let lead_units = u64::try_from(max_lead.as_nanos() / unit_nanos).unwrap_or(u64::MAX);
+        let unit_nanos = layout.unit_nanos();
+        let max_wait_nanos = nanos(max_wait).max(unit_nanos);
+        let lead_units = nanos(max_lead) / unit_nanos;
         let rules = TickRules::new(layout, lead_units);
         let resume_after = resume_after
             .map(|id| {
@@ -190,7 +192,9 @@ impl<C: Clock> Prepared<C> {
         let pending = match (worker, lease) {
             (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),
             (_, None) => None,
-            (None, Some(Leased { lease, clock })) => Some(lease.start(layout, clock, max_lead)?),
+            (None, Some(LeaseSetting { lease, clock })) => {
+                Some(lease.start(layout, clock, max_lead)?)
+            }
         };
         Ok(Prepared {
             worker,

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use super::build::{Leased, Settings};
+use super::build::{LeaseSetting, Settings};
+use super::error::BuildError;
 use super::front::{Generator, Start};
 use super::{AtomicGenerator, IdGenerator, MutexGenerator, Strategy, Ticker, TickerGenerator};
 use crate::clock::{Clock, SystemClock};
-use crate::error::BuildError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
 use crate::lease::Lease;
@@ -79,7 +79,7 @@ impl<C: Clock + Clone + 'static> Builder<C> {
     /// ```
     pub fn lease(mut self, lease: Lease) -> Self {
         let clock: Arc<dyn Clock> = Arc::new(self.settings.clock.clone());
-        self.settings.lease = Some(Leased { lease, clock });
+        self.settings.lease = Some(LeaseSetting { lease, clock });
         self
     }
 }
@@ -119,7 +119,7 @@ impl<C: Clock> Builder<C> {
                 max_lead,
                 max_wait,
                 resume_after,
-                lease: lease.map(|Leased { lease, .. }| Leased {
+                lease: lease.map(|LeaseSetting { lease, .. }| LeaseSetting {
                     lease,
                     clock: Arc::new(clock.clone()),
                 }),
@@ -176,12 +176,15 @@ impl<C: Clock> Builder<C> {
     ///
     /// [`BuildError::WorkerOutOfRange`] when the worker id does not fit the
     /// layout; [`BuildError::EpochInFuture`] when the clock reads earlier than
-    /// the layout's epoch; [`BuildError::ResumeAfterOtherLayout`] or
-    /// [`BuildError::ResumeAfterExhausted`] when the `resume_after` ID does not
-    /// belong to the layout or leaves no room. With a lease:
+    /// the layout's epoch; [`BuildError::LayoutExhausted`] when it reads past
+    /// the layout's end; [`BuildError::ResumeAfterOtherLayout`],
+    /// [`BuildError::ResumeAfterExhausted`] or [`BuildError::ResumeAhead`]
+    /// when the `resume_after` ID does not belong to the layout, leaves no
+    /// room, or lies further ahead than `max_wait`. With a lease:
     /// [`BuildError::WorkerAndLease`], [`BuildError::InvalidLease`],
-    /// [`BuildError::Lease`] when the registry fails or has no free id, and
-    /// [`BuildError::FenceAhead`].
+    /// [`BuildError::LeaseSpawn`], [`BuildError::Lease`] when the registry
+    /// fails or has no free id, [`BuildError::FenceAhead`] and
+    /// [`BuildError::FenceExhausted`].
     pub fn build_atomic(self) -> Result<AtomicGenerator<C>, BuildError> {
         self.build_raw()
     }

@@ -136,19 +136,15 @@ mod loom_model {
             // (its predecessor's fence) to unit 10.
             let first = Arc::new(Claim::leased(&LAYOUT, 1, 0, 2));
             let next = Arc::new(Claim::leased(&LAYOUT, 2, 1, 10));
-            let (first_range, next_range) = (
-                (first.last(), first.cap()),
-                (next.last(), next.cap()),
-            );
+            let (first_range, next_range) =
+                ((first.last(), first.cap()), (next.last(), next.cap()));
             let rules = TickRules::new(LAYOUT, u64::MAX);
             let claims = Arc::new(Claims::new(first));
             let counter = Arc::new(TickCounter::new(0));
             let callers: Vec<_> = (0..2)
                 .map(|_| {
                     let (claims, counter) = (Arc::clone(&claims), Arc::clone(&counter));
-                    thread::spawn(move || {
-                        [call(&claims, &counter), call(&claims, &counter)]
-                    })
+                    thread::spawn(move || [call(&claims, &counter), call(&claims, &counter)])
                 })
                 .collect();
             claims.install(next, |next| counter.advance(&rules, next.last()));
@@ -160,7 +156,10 @@ mod loom_model {
                 .collect();
             for &(worker, tick) in &issued {
                 let (last, cap) = if worker == 1 { first_range } else { next_range };
-                assert!(last < tick && tick < cap, "worker {worker}, tick {tick}: {issued:?}");
+                assert!(
+                    last < tick && tick < cap,
+                    "worker {worker}, tick {tick}: {issued:?}"
+                );
             }
             let mut ticks: Vec<u64> = issued.iter().map(|i| i.1).collect();
             ticks.sort_unstable();

@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use super::IdGenerator;
 use super::claims::Claims;
+use super::error::IssueError;
 use super::state::{Refusal, TickRules};
 use super::wait;
+use crate::clock::units::unix_millis;
 use crate::clock::{Clock, SystemClock};
-use crate::error::{IssueError, unix_millis};
 use crate::id::Snowflake;
 use crate::layout::Layout;
 use crate::lease::{Claim, LeaseHandle, LeaseStatus, Release};
@@ -206,7 +207,7 @@ mod sealed {
     }
 }
 
-use crate::error::BuildError;
+use super::error::BuildError;
 
 impl<C: Clock> Core<C> {
     pub(super) fn from_parts(

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use crate::error::IssueError;
 use crate::id::Snowflake;
 use crate::layout::Layout;
 use crate::lease::{LeaseStatus, Release};
@@ -14,6 +13,7 @@ mod atomic;
 mod build;
 mod builder;
 mod claims;
+mod error;
 mod front;
 mod mutex;
 mod state;
@@ -25,9 +25,10 @@ mod wait;
 pub use self::asynchronous::AsyncIdGenerator;
 pub use self::atomic::AtomicGenerator;
 pub use self::builder::Builder;
+pub use self::error::{BuildError, IssueError};
 pub use self::front::Generator;
 pub use self::mutex::MutexGenerator;
-pub use self::strategy::Strategy;
+pub use self::strategy::{ParseStrategyError, Strategy};
 pub use self::ticker::TickerGenerator;
 
 use self::ticker::Ticker;
@@ -69,7 +70,11 @@ pub trait IdGenerator: Send + Sync {
     /// [`IssueError::ClockBehind`], at once and issuing nothing, when the wait
     /// would be longer than the generator's `max_wait`;
     /// [`IssueError::TimestampExhausted`] once the layout has run out of time
-    /// (or the clock reads past its end). Never [`IssueError::WouldBlock`].
+    /// (or the clock reads past its end). With a lease,
+    /// [`IssueError::LeaseLost`] at the lease's fence while no renewal or new
+    /// lease lets it go further (see [`lease`](Self::lease) for why), and
+    /// [`IssueError::ShutDown`] after [`shutdown`](Self::shutdown). Never
+    /// [`IssueError::WouldBlock`].
     fn next_id(&self) -> Result<Snowflake, IssueError>;
 
     /// Issues the next ID if that needs no waiting.
@@ -77,9 +82,10 @@ pub trait IdGenerator: Send + Sync {
     /// # Errors
     ///
     /// [`IssueError::WouldBlock`], with how long to wait, when
-    /// [`next_id`](Self::next_id) would have waited; nothing is consumed then.
-    /// [`IssueError::ClockBehind`] and [`IssueError::TimestampExhausted`] as
-    /// for `next_id`.
+    /// [`next_id`](Self::next_id) would have waited (and when a lease that
+    /// healed has IDs that start later); nothing is consumed then.
+    /// [`IssueError::ClockBehind`], [`IssueError::TimestampExhausted`],
+    /// [`IssueError::LeaseLost`] and [`IssueError::ShutDown`] as for `next_id`.
     fn try_next_id(&self) -> Result<Snowflake, IssueError>;
 
     /// Fills `ids` with consecutive new IDs, synchronising once for the whole
@@ -100,20 +106,32 @@ pub trait IdGenerator: Send + Sync {
     /// and nothing is consumed.
     fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError>;
 
-    /// The async calls' fast path (see [`AsyncIdGenerator`](crate::AsyncIdGenerator)),
-    /// not meant to be called directly: [`next_id`](Self::next_id)'s fast
-    /// path, but where `next_id` would wait, it returns
-    /// [`IssueError::WouldBlock`] instead, giving back what it reserved (a
-    /// gap if another call reserved since, never a repeat). Defaults to
-    /// [`try_next_id`](Self::try_next_id).
-    #[doc(hidden)]
+    /// [`next_id`](Self::next_id), but where `next_id` would sleep it returns
+    /// [`IssueError::WouldBlock`] with how long, giving back what it
+    /// reserved (a gap if another call reserved since, never a repeat).
+    ///
+    /// The fast path the async calls are built on (see
+    /// [`AsyncIdGenerator`](crate::AsyncIdGenerator)): where nothing needs
+    /// waiting it is `next_id`'s own path, which reserves first and judges
+    /// after, where [`try_next_id`](Self::try_next_id) judges before it
+    /// reserves (a compare-and-swap loop: up to 3× the ticker's cost per
+    /// ID). Call it to build a waiting loop of your own on another executor.
+    /// A generator of your own may leave the default, `try_next_id`.
+    ///
+    /// # Errors
+    ///
+    /// As for [`try_next_id`](Self::try_next_id).
     #[inline]
     fn next_id_or_wait_hint(&self) -> Result<Snowflake, IssueError> {
         self.try_next_id()
     }
 
-    /// [`next_id_or_wait_hint`](Self::next_id_or_wait_hint) for a batch.
-    #[doc(hidden)]
+    /// [`next_id_or_wait_hint`](Self::next_id_or_wait_hint) for a batch;
+    /// the default is [`try_next_ids`](Self::try_next_ids).
+    ///
+    /// # Errors
+    ///
+    /// As for [`try_next_ids`](Self::try_next_ids); `ids` is then left unchanged.
     fn next_ids_or_wait_hint(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
         self.try_next_ids(ids)
     }

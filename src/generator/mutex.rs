@@ -3,10 +3,10 @@
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, MutexGuard};
 
+use super::error::BuildError;
 use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::Refusal;
 use crate::clock::{Clock, SystemClock};
-use crate::error::BuildError;
 use crate::lease::Claim;
 
 /// Twitter's algorithm under a [`parking_lot::Mutex`]: read the clock, lock,

@@ -3,8 +3,6 @@
 use core::fmt;
 use core::str::FromStr;
 
-use crate::error::ParseStrategyError;
-
 /// One of the three strategies, for programs that choose at run time (from a
 /// flag or a configuration file) with [`Builder::build`](crate::Builder::build).
 ///
@@ -65,3 +63,15 @@ impl FromStr for Strategy {
             .ok_or(ParseStrategyError(()))
     }
 }
+
+/// A string that names no [`Strategy`](crate::Strategy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ParseStrategyError(pub(crate) ());
+
+impl fmt::Display for ParseStrategyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("unknown strategy: expected one of atomic, mutex, ticker")
+    }
+}
+
+impl std::error::Error for ParseStrategyError {}

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use super::error::BuildError;
 use super::front::{Core, Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter, TickRules};
 use super::wait;
 use crate::clock::{self, Clock, SystemClock};
-use crate::error::BuildError;
 use crate::lease::Claim;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 

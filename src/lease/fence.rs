@@ -6,34 +6,15 @@
 //! method here, each rounded to the safe side, and [`Fence`] shares the
 //! confirmed fence with the hot path as one tick to compare against.
 
-use std::time::Duration;
-
+use crate::clock::units::{ceil_millis, millis_to_nanos};
 use crate::layout::Layout;
 use crate::sync::{AtomicU64, Ordering};
-
-const NANOS_PER_MILLI: u64 = 1_000_000;
-
-/// Whole milliseconds in `d`, saturating.
-pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// A clock reading in whole milliseconds, rounded down: a holder's "now" is
-/// never later than its clock, so a fence it derives leads by no more than asked.
-pub(crate) fn floor_millis(unix_nanos: u64) -> u64 {
-    unix_nanos / NANOS_PER_MILLI
-}
-
-/// Nanoseconds at a millisecond instant, saturating.
-pub(crate) fn nanos(unix_ms: u64) -> u64 {
-    unix_ms.saturating_mul(NANOS_PER_MILLI)
-}
 
 /// The first unit a holder may issue in when its predecessor's fence is
 /// `fence_ms`: the first unit that starts at or after the fence (possibly
 /// past the layout's end).
 pub(crate) fn start_unit(layout: &Layout, fence_ms: u64) -> u64 {
-    layout.first_unit_at_or_after(nanos(fence_ms))
+    layout.first_unit_at_or_after(millis_to_nanos(fence_ms))
 }
 
 /// The first tick that may not be issued under a fence at `fence_ms`: the
@@ -57,9 +38,7 @@ pub(crate) fn last_before(layout: &Layout, fence_ms: u64) -> u64 {
 /// that [`start_unit`] of it is that next unit.
 pub(crate) fn high_water_ms(layout: &Layout, last_tick: u64) -> u64 {
     let last_unit = layout.unit_of_tick(last_tick.min(layout.max_tick()));
-    layout
-        .unit_start_nanos(last_unit + 1)
-        .div_ceil(NANOS_PER_MILLI)
+    ceil_millis(layout.unit_start_nanos(last_unit + 1))
 }
 
 /// The confirmed fence a generator issues below, shared by the hot path and
@@ -153,6 +132,7 @@ impl Fence {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::units::floor_millis;
 
     #[test]
     fn a_holder_stops_where_its_successor_starts() {
@@ -160,7 +140,7 @@ mod tests {
         // A holder that issued up to unit 41 releases at unit 42's start...
         let last_tick = layout.first_tick(41) + 3;
         let released = high_water_ms(&layout, last_tick);
-        assert_eq!(nanos(released), layout.unit_start_nanos(42));
+        assert_eq!(millis_to_nanos(released), layout.unit_start_nanos(42));
         // ...so its successor starts at unit 42, and its own cap stops it there.
         assert_eq!(start_unit(&layout, released), 42);
         assert_eq!(cap(&layout, released), layout.first_tick(42));
@@ -172,10 +152,10 @@ mod tests {
         // the holder's, and the successor starts at the next one. Rounding
         // the fence down instead would hand unit 50 to both.
         let layout = Layout::SONYFLAKE;
-        let inside = layout.unit_start_nanos(50) / NANOS_PER_MILLI + 3;
+        let inside = floor_millis(layout.unit_start_nanos(50)) + 3;
         assert_eq!(cap(&layout, inside), layout.first_tick(51));
         assert_eq!(start_unit(&layout, inside), 51);
-        let on = layout.unit_start_nanos(50) / NANOS_PER_MILLI;
+        let on = floor_millis(layout.unit_start_nanos(50));
         assert_eq!(cap(&layout, on), layout.first_tick(50));
         assert_eq!(start_unit(&layout, on), 50);
     }
@@ -221,8 +201,6 @@ mod tests {
 
     #[test]
     fn conversions_saturate() {
-        assert_eq!(nanos(u64::MAX), u64::MAX);
-        assert_eq!(millis(Duration::MAX), u64::MAX);
         let layout = Layout::TWITTER;
         assert_eq!(cap(&layout, u64::MAX), layout.max_tick() + 1);
     }

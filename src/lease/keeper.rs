@@ -18,6 +18,7 @@ use super::fence;
 use super::protocol::{self, Holding, Terms, Unconfirmed};
 use super::slot::Done;
 use super::state::{ClaimId, LeaseState, Shared, Stop};
+use crate::clock::units::millis;
 
 /// One lease event at `level` (a constant), with the fields every lease
 /// event carries, and the error if there is one.
@@ -131,8 +132,8 @@ impl Keeping {
         Terms {
             namespace: &shared.namespace,
             workers: shared.layout.max_worker() + 1,
-            ttl_ms: fence::millis(self.ttl),
-            skew_ms: fence::millis(self.skew),
+            ttl_ms: millis(self.ttl),
+            skew_ms: millis(self.skew),
         }
     }
 

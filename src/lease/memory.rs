@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::backend::{Expect, Record, Registry, Snapshot, Write};
 use super::error::LeaseError;
 use super::error::said;
-use super::fence::floor_millis;
+use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
 
 /// A [`Registry`] in memory: for testing services that lease worker ids,
@@ -123,7 +123,7 @@ impl MemoryRegistry {
     }
 
     fn now_ceil_ms(&self) -> u64 {
-        self.shared.clock.unix_nanos().div_ceil(1_000_000)
+        ceil_millis(self.shared.clock.unix_nanos())
     }
 
     /// The state, if the registry answers.

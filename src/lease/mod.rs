@@ -3,7 +3,7 @@
 //! Every scheme of this kind rests on one promise: no two running generators
 //! share a layout and a worker id. A lease keeps that promise without trusting
 //! any two clocks to agree. [`Builder::lease`](crate::Builder::lease) takes a
-//! worker id from a [`Registry`] ([`MemoryRegistry`] for tests; PostgreSQL or
+//! worker id from a [`Registry`](backend::Registry) ([`MemoryRegistry`] for tests; PostgreSQL or
 //! Redis behind the `postgres` and `redis` features) on the terms of a
 //! [`Lease`], and keeps it renewed from a thread of its own.
 //!
@@ -239,8 +239,8 @@ mod tls;
 
 pub(crate) use self::claim::Claim;
 pub use self::connect::connect;
-pub use self::error::LeaseError;
 pub(crate) use self::error::Refused;
+pub use self::error::{InvalidTerms, LeaseError};
 pub use self::handle::Release;
 pub(crate) use self::handle::{LeaseHandle, Pending};
 pub use self::memory::MemoryRegistry;

@@ -250,7 +250,8 @@ impl RedisRegistry {
         if e.is_connection_dropped() {
             // A TLS-only port closes a connection that speaks plain text;
             // so does a server going away. Only the first answers in TLS.
-            if let redis::ConnectionAddr::Tcp(host, port) = &self.client.get_connection_info().addr {
+            if let redis::ConnectionAddr::Tcp(host, port) = &self.client.get_connection_info().addr
+            {
                 if tls::speaks_tls(host, *port, TLS_PROBE_TIMEOUT) {
                     return LeaseError::TlsRequired {
                         address,

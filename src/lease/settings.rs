@@ -6,7 +6,7 @@ use std::thread;
 use std::time::Duration;
 
 use super::backend::{Registry, check_namespace};
-use super::error::Refused;
+use super::error::{InvalidTerms, Refused};
 use super::handle::Pending;
 use super::keeper::{self, Keeping};
 use super::state::Shared;
@@ -136,26 +136,23 @@ impl Lease {
     /// the renewal interval.
     pub(crate) fn check(&self, layout: &Layout, max_lead: Duration) -> Result<Duration, Refused> {
         let ttl = self.ttl;
-        let floor = MIN_TTL.max(layout.unit() * 2);
-        if ttl < floor {
-            return Err(Refused::Invalid(format!(
-                "the TTL ({ttl:?}) is below {floor:?}, the least a renewal can keep up with \
-                 (100 ms, and two units of the layout): use a TTL of seconds"
-            )));
+        let least = MIN_TTL.max(layout.unit() * 2);
+        if ttl < least {
+            return Err(Refused::Invalid(InvalidTerms::TtlTooShort { ttl, least }));
         }
         let renew_every = self.renew_every.unwrap_or(ttl / 3);
         if renew_every.is_zero() || renew_every > ttl / 2 {
-            return Err(Refused::Invalid(format!(
-                "renewing every {renew_every:?} is not well inside the TTL ({ttl:?}): \
-                 renew at most every half TTL (the default is a third)"
-            )));
+            return Err(Refused::Invalid(InvalidTerms::RenewalTooSlow {
+                renew_every,
+                ttl,
+            }));
         }
         if max_lead + renew_every >= ttl {
-            return Err(Refused::Invalid(format!(
-                "max_lead ({max_lead:?}) plus the renewal interval ({renew_every:?}) reaches \
-                 the TTL ({ttl:?}): the generator would run into its fence; \
-                 lower max_lead or raise the TTL"
-            )));
+            return Err(Refused::Invalid(InvalidTerms::LeadReachesTtl {
+                max_lead,
+                renew_every,
+                ttl,
+            }));
         }
         check_namespace(&self.namespace).map_err(Refused::Lease)?;
         Ok(renew_every)

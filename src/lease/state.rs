@@ -6,9 +6,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::claim::Claim;
 use super::error::LeaseError;
-use super::fence::floor_millis;
 use super::slot::Slot;
 use crate::clock::Clock;
+use crate::clock::units::floor_millis;
 use crate::layout::Layout;
 
 /// Where a lease stands. The [lifecycle](super#the-lifecycle) shows how

@@ -1,6 +1,7 @@
 //! Fixtures shared by the integration tests: every strategy from one builder.
 
 #![allow(dead_code)] // each test file uses its own subset
+#![allow(unreachable_pub)] // a module of each test crate, not a public API
 
 #[cfg(any(feature = "postgres", feature = "redis"))]
 pub mod backend;
