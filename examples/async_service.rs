@@ -42,10 +42,10 @@ struct Args {
     requests: Option<u32>,
     /// The lease's TTL.
     #[arg(long, default_value_t = 10_000)]
-    ttl_ms: u64,
+    ttl_millis: u64,
     /// How far clocks may disagree with the registry's, for ids without a record.
     #[arg(long, default_value_t = 2_000)]
-    skew_ms: u64,
+    skew_millis: u64,
 }
 
 /// The service's state: one generator, shared by every request.
@@ -77,8 +77,8 @@ async fn main() -> std::process::ExitCode {
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let registry = lease::connect(&args.registry)?;
     let lease = Lease::new(registry, args.namespace)
-        .ttl(Duration::from_millis(args.ttl_ms))
-        .skew(Duration::from_millis(args.skew_ms));
+        .ttl(Duration::from_millis(args.ttl_millis))
+        .skew(Duration::from_millis(args.skew_millis));
     // Never blocks the runtime: the lease is acquired on its own thread.
     // A lease lost later (a registry restart) is leased again by that thread:
     // the handler answers 503 meanwhile, and 200 again after.

@@ -41,13 +41,13 @@ struct Args {
     strategy: Strategy,
     /// The lease's TTL.
     #[arg(long, default_value_t = 10_000)]
-    ttl_ms: u64,
+    ttl_millis: u64,
     /// How often to renew the lease (default: a third of the TTL).
     #[arg(long)]
     renew_ms: Option<u64>,
     /// How far clocks may disagree with the registry's, for ids without a record.
     #[arg(long, default_value_t = 2_000)]
-    skew_ms: u64,
+    skew_millis: u64,
     /// The longest to wait for a previous holder's fence.
     #[arg(long, default_value_t = 1_000)]
     max_wait_ms: u64,
@@ -76,8 +76,8 @@ impl Clock for OffsetClock {
 fn builder(args: &Args) -> Result<Builder<OffsetClock>, Error> {
     let layout = Layout::builder().worker_bits(args.worker_bits).build()?;
     let mut lease = Lease::new(lease::connect(&args.url)?, args.namespace.clone())
-        .ttl(Duration::from_millis(args.ttl_ms))
-        .skew(Duration::from_millis(args.skew_ms));
+        .ttl(Duration::from_millis(args.ttl_millis))
+        .skew(Duration::from_millis(args.skew_millis));
     if let Some(renew) = args.renew_ms {
         lease = lease.renew_every(Duration::from_millis(renew));
     }

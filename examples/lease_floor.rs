@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use flakegen::lease::{
     self,
-    backend::{Expect, Write},
+    backend::{Expect, NewRecord},
 };
 
 /// Measure renewal round trips and wake-up delays under load.
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let registry = lease::connect(&args.url)?;
     let namespace = format!("lease-floor-{}", std::process::id());
-    let marker_ms = match registry.read(&namespace, 1)?.marker_ms {
+    let marker_unix_millis = match registry.read(&namespace, 1, None)?.marker_unix_millis {
         Some(marker) => marker,
         None => registry.mark(&namespace)?,
     };
@@ -72,14 +72,17 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         let mut renewals = Vec::with_capacity(args.samples);
         let mut wakeups = Vec::with_capacity(args.samples);
         for i in 0..args.samples as u64 {
-            let write = Write {
+            let write = NewRecord {
                 holder: "lease-floor",
                 version: i + 1,
-                ttl_ms: 1_000,
-                fence_ms: 0,
+                ttl_millis: 1_000,
+                fence_unix_millis: 0,
             };
             let started = Instant::now();
-            let expect = Expect { marker_ms, version };
+            let expect = Expect {
+                marker_unix_millis,
+                version,
+            };
             let written = registry.swap(&namespace, 0, expect, &write);
             renewals.push(started.elapsed());
             match written {

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::backend::{Expect, Registry, Snapshot, Write};
+use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
 use flakegen::{
     BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
@@ -148,7 +148,7 @@ fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued() {
             let at = format!("{} {strategy}", store.name());
             let unique: std::collections::HashSet<_> = ids.iter().collect();
             assert_eq!(unique.len(), ids.len(), "{at}: an ID issued twice");
-            let fence = store.record(&ns, 0).unwrap().fence_ms;
+            let fence = store.record(&ns, 0).unwrap().fence_unix_millis;
             let last = ids
                 .iter()
                 .map(|&id| unix_ms(&ONE_NARROW, id))
@@ -207,7 +207,10 @@ fn a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back() {
         }
         // Given back, free, with its fence where it was.
         let record = store.record(&ns, 0).unwrap();
-        assert_eq!((record.holder.as_str(), record.fence_ms), ("", far));
+        assert_eq!(
+            (record.holder.as_str(), record.fence_unix_millis),
+            ("", far)
+        );
     }
 }
 
@@ -230,7 +233,7 @@ fn a_renewal_never_lowers_a_fence_nor_extends_one_beyond_the_ttl() {
             store.record(&ns, 0).unwrap().version != version
         });
         let record = store.record(&ns, 0).unwrap();
-        assert_eq!(record.fence_ms, far, "{}", store.name());
+        assert_eq!(record.fence_unix_millis, far, "{}", store.name());
         assert_eq!(
             g.lease().unwrap().fence,
             UNIX_EPOCH + Duration::from_millis(far)
@@ -405,7 +408,7 @@ fn a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss() {
             store.name()
         );
         assert!(
-            record.fence_ms >= taken.fence_ms,
+            record.fence_unix_millis >= taken.fence_unix_millis,
             "{}: A's release lowered B's fence",
             store.name()
         );
@@ -598,8 +601,13 @@ fn a_frozen_registry_costs_the_timeout_and_lease_says_why() {
 struct SlowSwap(Arc<dyn Registry>, std::sync::atomic::AtomicBool);
 
 impl Registry for SlowSwap {
-    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
-        self.0.read(namespace, workers)
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        prefer: Option<u64>,
+    ) -> Result<Snapshot, LeaseError> {
+        self.0.read(namespace, workers, prefer)
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         self.0.mark(namespace)
@@ -609,9 +617,9 @@ impl Registry for SlowSwap {
         namespace: &str,
         worker: u64,
         expect: Expect,
-        write: &Write<'_>,
+        record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        let swapped = self.0.swap(namespace, worker, expect, write);
+        let swapped = self.0.swap(namespace, worker, expect, record);
         if self.1.swap(false, std::sync::atomic::Ordering::Relaxed) {
             thread::sleep(TTL * 2);
         }

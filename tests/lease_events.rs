@@ -190,7 +190,7 @@ fn each_change_of_a_lease_is_one_event() {
     );
     for event in recorder.0.lock().unwrap().iter() {
         assert_eq!(event.target, "flakegen::lease", "{event:?}");
-        for field in ["namespace", "worker", "fence_unix_ms"] {
+        for field in ["namespace", "worker", "fence_unix_millis"] {
             assert!(event.fields.contains_key(field), "{field}: {event:?}");
         }
         let trouble = ["failing", "fence reached", "lost"];

@@ -202,8 +202,8 @@ mod helper {
         fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
             match field.name() {
                 "worker" => self.worker = value,
-                "starts_unix_ms" => self.starts = value,
-                "fence_unix_ms" => self.fence = value,
+                "starts_unix_millis" => self.starts = value,
+                "fence_unix_millis" => self.fence = value,
                 _ => {}
             }
         }
@@ -584,7 +584,7 @@ mod faults {
         worker: u64,
         starts_ms: u64,
         /// The highest confirmed fence seen, ms.
-        fence_ms: u64,
+        fence_unix_millis: u64,
         /// When it was acquired (real ns).
         acquired_ns: u128,
         /// Its IDs, with when each was issued (real ns).
@@ -611,7 +611,7 @@ mod faults {
                     ["lease", _, _, _, _] => process.leases.push(Lease {
                         worker: number(1) as u64,
                         starts_ms: number(2) as u64,
-                        fence_ms: number(3) as u64,
+                        fence_unix_millis: number(3) as u64,
                         acquired_ns: number(4),
                         ids: vec![],
                     }),
@@ -623,7 +623,7 @@ mod faults {
                             .rev()
                             .find(|l| l.worker == worker && l.starts_ms == starts)
                         {
-                            lease.fence_ms = lease.fence_ms.max(number(3) as u64);
+                            lease.fence_unix_millis = lease.fence_unix_millis.max(number(3) as u64);
                         }
                     }
                     ["at", _] => at = number(1),
@@ -701,7 +701,7 @@ mod faults {
         for lease in processes.iter().flat_map(|p| &p.leases) {
             for &(id, _) in &lease.ids {
                 let fields = layout.decode(Snowflake::from_u64(id)).unwrap();
-                if layout.unix_millis_of(fields.timestamp) >= lease.fence_ms {
+                if layout.unix_millis_of(fields.timestamp) >= lease.fence_unix_millis {
                     past_fence += 1;
                 }
             }

@@ -7,7 +7,7 @@ mod common;
 
 use common::backend::Backend;
 use flakegen::lease::LeaseError;
-use flakegen::lease::backend::{Expect, Registry, Write};
+use flakegen::lease::backend::{Expect, NewRecord, Registry};
 
 /// `url` with its user name, password and database replaced.
 fn as_user(url: &str, userinfo: &str, database: &str) -> String {
@@ -19,18 +19,18 @@ fn as_user(url: &str, userinfo: &str, database: &str) -> String {
 
 /// Every storage step, so each path to the server is asked once.
 fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
-    let write = Write {
+    let write = NewRecord {
         holder: "h",
         version: 1,
-        ttl_ms: 1_000,
-        fence_ms: 1,
+        ttl_millis: 1_000,
+        fence_unix_millis: 1,
     };
     let expect = Expect {
-        marker_ms: 0,
+        marker_unix_millis: 0,
         version: None,
     };
     vec![
-        registry.read("errors", 4).unwrap_err(),
+        registry.read("errors", 4, None).unwrap_err(),
         registry.mark("errors").unwrap_err(),
         registry.swap("errors", 0, expect, &write).unwrap_err(),
     ]

@@ -42,7 +42,7 @@ fn a_verified_lease_over_tls_issues_and_releases() {
 /// The first call's error, for a registry at `url`.
 fn first_error(url: &str) -> LeaseError {
     let registry = lease::connect(url).unwrap();
-    registry.read("tls", 1).unwrap_err()
+    registry.read("tls", 1, None).unwrap_err()
 }
 
 #[test]
@@ -93,9 +93,9 @@ fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
     let _serial = serial();
     for backend in Backend::all() {
         let registry = lease::connect(&backend.url()).unwrap();
-        registry.read("reset", 1).unwrap();
+        registry.read("reset", 1, None).unwrap();
         backend.services("stop");
-        let dropped = registry.read("reset", 1);
+        let dropped = registry.read("reset", 1, None);
         backend.services("start");
         let e = dropped.unwrap_err();
         assert!(
@@ -107,6 +107,6 @@ fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
         assert!(message.contains("check that the server runs"), "{message}");
         assert!(!message.contains("TLS"), "{message}");
         // And the next call connects again.
-        registry.read("reset", 1).unwrap();
+        registry.read("reset", 1, None).unwrap();
     }
 }

@@ -27,8 +27,8 @@ pub(crate) const fn ceil_millis(unix_nanos: u64) -> u64 {
 }
 
 /// Nanoseconds at a millisecond instant, saturating.
-pub(crate) const fn millis_to_nanos(unix_ms: u64) -> u64 {
-    unix_ms.saturating_mul(NANOS_PER_MILLI)
+pub(crate) const fn millis_to_nanos(unix_millis: u64) -> u64 {
+    unix_millis.saturating_mul(NANOS_PER_MILLI)
 }
 
 /// Nanoseconds since 1970 of `time`; 0 before 1970, saturating after 2554.

@@ -289,7 +289,7 @@ impl<C: Clock> Core<C> {
             Refusal::Exhausted => self.exhausted(),
             Refusal::Fenced if claim.fence().is_closed() => IssueError::ShutDown,
             Refusal::Fenced => IssueError::LeaseLost {
-                fence_unix_millis: claim.fence().unix_ms(),
+                fence_unix_millis: claim.fence().unix_millis(),
             },
             Refusal::WaitUntil(unit) => match self.wait_for(unit, now_nanos) {
                 Ok(wait_nanos) => IssueError::WouldBlock { wait_nanos },

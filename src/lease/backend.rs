@@ -27,18 +27,43 @@ use super::error::LeaseError;
 ///   before it is either gone or still carries the old marker.
 /// - **Bounded calls.** Every call finishes or fails within the registry's
 ///   timeout, measured on the client, whatever the server does.
+/// - **Cheap at any scale.** A [`read`](Self::read) costs what the live
+///   holders cost, not what the id space or every record ever written would:
+///   it returns the few records an acquisition chooses from, not all of them.
+///   No call holds a shared server (a Redis) for more than a millisecond.
 ///
-/// Implement it to keep leases somewhere else; run flakegen's contract suite
-/// (`tests/lease_contract.rs` in the repository) against it.
+/// Implement it to keep leases somewhere else, and prove it with flakegen's
+/// contract suite (`tests/lease_contract.rs` in the repository).
 pub trait Registry: Send + Sync + 'static {
-    /// Reads the namespace: the server's clock, the marker in force (`None`
-    /// if there is none), and the records of ids below `workers` that exist.
+    /// Reads what an acquisition in `namespace`, among ids `0..workers`,
+    /// chooses from: the server's clock, the marker in force (`None` if
+    /// there is none), the records an acquisition may take, and the lowest
+    /// id with no record written under the marker in force
+    /// ([`Snapshot::fresh`]).
+    ///
+    /// [`Snapshot::records`] may hold any records of the namespace below
+    /// `workers` (all of them, for a registry that can afford it), and must
+    /// hold at least, where they exist:
+    ///
+    /// - of the free records written under the marker in force (no holder),
+    ///   the one with the earliest fence (ties: the lowest id);
+    /// - of the records written under the marker in force whose lease has
+    ///   expired by the server's clock, one, preferably the one with the
+    ///   earliest fence;
+    /// - the record of `prefer`, the id a generator held before a loss;
+    /// - the record of [`Snapshot::fresh`], if it has one from before the
+    ///   marker in force.
     ///
     /// # Errors
     ///
     /// The connection's errors, and [`LeaseError::Corrupt`] for a record the
     /// registry cannot read.
-    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError>;
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        prefer: Option<u64>,
+    ) -> Result<Snapshot, LeaseError>;
 
     /// Makes sure the namespace has a marker, and returns the one in force.
     ///
@@ -52,11 +77,12 @@ pub trait Registry: Send + Sync + 'static {
     /// The connection's errors.
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError>;
 
-    /// Writes `write` as the record of `worker`, if and only if the marker in
-    /// force is `expect.marker_ms` and the record's version is
+    /// Writes `record` as the record of `worker`, if and only if the marker
+    /// in force is `expect.marker_unix_millis` and the record's version is
     /// `expect.version` (`None`: there is no record). The record written
-    /// carries `expect.marker_ms`, and expires `write.ttl_ms` after the
-    /// server's now (never, for a free record: `ttl_ms` 0 writes expiry 0).
+    /// carries `expect.marker_unix_millis`, and expires `record.ttl_millis`
+    /// after the server's now (never, for a free record: `ttl_millis` 0
+    /// writes expiry 0).
     ///
     /// Returns the server's clock when it wrote (ms since 1970, rounded
     /// down), or `None` if it did not write.
@@ -70,21 +96,21 @@ pub trait Registry: Send + Sync + 'static {
         namespace: &str,
         worker: u64,
         expect: Expect,
-        write: &Write<'_>,
+        record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError>;
 }
 
 macro_rules! forward_registry {
     ($($ptr:ty),*) => {$(
         impl<R: Registry + ?Sized> Registry for $ptr {
-            fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
-                (**self).read(namespace, workers)
+            fn read(&self, namespace: &str, workers: u64, prefer: Option<u64>) -> Result<Snapshot, LeaseError> {
+                (**self).read(namespace, workers, prefer)
             }
             fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
                 (**self).mark(namespace)
             }
-            fn swap(&self, namespace: &str, worker: u64, expect: Expect, write: &Write<'_>) -> Result<Option<u64>, LeaseError> {
-                (**self).swap(namespace, worker, expect, write)
+            fn swap(&self, namespace: &str, worker: u64, expect: Expect, record: &NewRecord<'_>) -> Result<Option<u64>, LeaseError> {
+                (**self).swap(namespace, worker, expect, record)
             }
         }
     )*};
@@ -92,15 +118,25 @@ macro_rules! forward_registry {
 
 forward_registry!(Arc<R>, Box<R>);
 
-/// A namespace as [`Registry::read`] found it.
+/// What [`Registry::read`] found: the few records an acquisition chooses from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// The server's clock when it read, in ms since 1970 (rounded down).
-    pub server_ms: u64,
+    pub server_unix_millis: u64,
     /// The marker in force, if any.
-    pub marker_ms: Option<u64>,
-    /// The records that exist, in any order.
+    pub marker_unix_millis: Option<u64>,
+    /// Records an acquisition may take, in any order: see [`Registry::read`]
+    /// for which must be here.
     pub records: Vec<Record>,
+    /// The lowest id below `workers` with no record written under the
+    /// marker in force: one no holder has touched since the store's data
+    /// began (it may hold a record from before, which is then in `records`).
+    /// `None` when every id has one.
+    pub fresh: Option<u64>,
+    /// `fresh` may not be the lowest such id yet: the registry is still
+    /// indexing records an older flakegen wrote without its index, a
+    /// bounded slice per read. Read again.
+    pub more: bool,
 }
 
 /// One worker id's record.
@@ -113,33 +149,33 @@ pub struct Record {
     /// Changes with every write; a [`swap`](Registry::swap) names the version it replaces.
     pub version: u64,
     /// The marker in force when the record was written.
-    pub marker_ms: u64,
+    pub marker_unix_millis: u64,
     /// When the lease expires, by the server's clock (ms since 1970); 0 when free.
-    pub expires_ms: u64,
+    pub expires_unix_millis: u64,
     /// The fence (ms since 1970): every ID its holders issued lies below it.
-    pub fence_ms: u64,
+    pub fence_unix_millis: u64,
 }
 
 /// What a [`swap`](Registry::swap) expects to find.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Expect {
     /// The marker in force.
-    pub marker_ms: u64,
+    pub marker_unix_millis: u64,
     /// The record's version; `None` when there must be no record.
     pub version: Option<u64>,
 }
 
-/// What a [`swap`](Registry::swap) writes.
+/// The record a [`swap`](Registry::swap) writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Write<'a> {
+pub struct NewRecord<'a> {
     /// The holder's token; empty to free the id.
     pub holder: &'a str,
     /// The new version.
     pub version: u64,
     /// How long the lease lasts from the server's now, in ms; 0 for a free record.
-    pub ttl_ms: u64,
-    /// The fence.
-    pub fence_ms: u64,
+    pub ttl_millis: u64,
+    /// The fence, in ms since 1970.
+    pub fence_unix_millis: u64,
 }
 
 /// Checks a namespace: the backends put it in keys and rows.

@@ -39,19 +39,19 @@ impl Claim {
     }
 
     /// A lease's claim on `worker`: nothing at or below the previous
-    /// holder's fence (`previous_fence_ms`) is its, nor anything at or past
-    /// its own confirmed fence (`fence_ms`).
+    /// holder's fence (`previous_fence_unix_millis`) is its, nor anything at or past
+    /// its own confirmed fence (`fence_unix_millis`).
     pub(crate) fn leased(
         layout: &Layout,
         worker: u64,
-        previous_fence_ms: u64,
-        fence_ms: u64,
+        previous_fence_unix_millis: u64,
+        fence_unix_millis: u64,
     ) -> Claim {
         Claim {
-            fence: Fence::at(layout, fence_ms),
+            fence: Fence::at(layout, fence_unix_millis),
             worker_field: layout.worker_field(worker),
             worker,
-            last: fence::last_before(layout, previous_fence_ms),
+            last: fence::last_before(layout, previous_fence_unix_millis),
         }
     }
 

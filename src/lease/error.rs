@@ -93,9 +93,9 @@ pub enum LeaseError {
     /// not hold.
     ClockAhead {
         /// How far ahead, at least, in ms.
-        ahead_ms: u64,
+        ahead_millis: u64,
         /// The allowance ([`Lease::skew`](super::Lease::skew)), in ms.
-        skew_ms: u64,
+        skew_millis: u64,
     },
     /// Other acquisitions kept taking the ids this one chose.
     Contended {
@@ -201,10 +201,13 @@ impl fmt::Display for LeaseError {
                  (it expired and another holder took the id, or the registry lost its data): \
                  a generator leases again by itself; with Lease::reacquire off, build a new one"
             ),
-            LeaseError::ClockAhead { ahead_ms, skew_ms } => write!(
+            LeaseError::ClockAhead {
+                ahead_millis,
+                skew_millis,
+            } => write!(
                 f,
-                "this host's clock reads at least {ahead_ms} ms ahead of the lease registry \
-                 server's, more than the skew allowance of {skew_ms} ms: synchronise the \
+                "this host's clock reads at least {ahead_millis} ms ahead of the lease registry \
+                 server's, more than the skew allowance of {skew_millis} ms: synchronise the \
                  clocks (NTP), or raise Lease::skew on every generator of the namespace"
             ),
             LeaseError::Contended {

@@ -11,25 +11,25 @@ use crate::layout::Layout;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The first unit a holder may issue in when its predecessor's fence is
-/// `fence_ms`: the first unit that starts at or after the fence (possibly
+/// `fence_unix_millis`: the first unit that starts at or after the fence (possibly
 /// past the layout's end).
-pub(crate) fn start_unit(layout: &Layout, fence_ms: u64) -> u64 {
-    layout.first_unit_at_or_after(millis_to_nanos(fence_ms))
+pub(crate) fn start_unit(layout: &Layout, fence_unix_millis: u64) -> u64 {
+    layout.first_unit_at_or_after(millis_to_nanos(fence_unix_millis))
 }
 
-/// The first tick that may not be issued under a fence at `fence_ms`: the
+/// The first tick that may not be issued under a fence at `fence_unix_millis`: the
 /// first tick of [`start_unit`]. An ID's timestamp is its unit's start, so a
 /// unit that starts before the fence is below it even if it ends after.
-pub(crate) fn cap(layout: &Layout, fence_ms: u64) -> u64 {
-    let unit = start_unit(layout, fence_ms).min(layout.max_timestamp() + 1);
+pub(crate) fn cap(layout: &Layout, fence_unix_millis: u64) -> u64 {
+    let unit = start_unit(layout, fence_unix_millis).min(layout.max_timestamp() + 1);
     layout.first_tick(unit)
 }
 
 /// The last tick a holder may not issue when its predecessor's fence is
-/// `fence_ms`: the one before [`start_unit`]'s first (the layout's last
+/// `fence_unix_millis`: the one before [`start_unit`]'s first (the layout's last
 /// tick, or past it, when that unit is past the layout's end).
-pub(crate) fn last_before(layout: &Layout, fence_ms: u64) -> u64 {
-    let unit = start_unit(layout, fence_ms).min(layout.max_timestamp() + 1);
+pub(crate) fn last_before(layout: &Layout, fence_unix_millis: u64) -> u64 {
+    let unit = start_unit(layout, fence_unix_millis).min(layout.max_timestamp() + 1);
     layout.first_tick(unit).saturating_sub(1)
 }
 
@@ -51,7 +51,7 @@ pub(crate) struct Fence {
     /// so its cap is never 0.
     cap: AtomicU64,
     /// The confirmed fence, in ms since 1970.
-    unix_ms: AtomicU64,
+    unix_millis: AtomicU64,
 }
 
 /// The cap of a generator that shut down: no tick may be issued.
@@ -62,15 +62,15 @@ impl Fence {
     pub(crate) fn none(layout: &Layout) -> Fence {
         Fence {
             cap: AtomicU64::new(layout.max_tick() + 1),
-            unix_ms: AtomicU64::new(u64::MAX),
+            unix_millis: AtomicU64::new(u64::MAX),
         }
     }
 
-    /// A confirmed fence at `unix_ms`.
-    pub(crate) fn at(layout: &Layout, unix_ms: u64) -> Fence {
+    /// A confirmed fence at `unix_millis`.
+    pub(crate) fn at(layout: &Layout, unix_millis: u64) -> Fence {
         Fence {
-            cap: AtomicU64::new(cap(layout, unix_ms).max(1)),
-            unix_ms: AtomicU64::new(unix_ms),
+            cap: AtomicU64::new(cap(layout, unix_millis).max(1)),
+            unix_millis: AtomicU64::new(unix_millis),
         }
     }
 
@@ -85,9 +85,9 @@ impl Fence {
     }
 
     /// The confirmed fence, in ms since 1970.
-    pub(crate) fn unix_ms(&self) -> u64 {
+    pub(crate) fn unix_millis(&self) -> u64 {
         // Relaxed: as in `cap`.
-        self.unix_ms.load(Ordering::Relaxed)
+        self.unix_millis.load(Ordering::Relaxed)
     }
 
     /// Whether the generator shut down.
@@ -95,10 +95,10 @@ impl Fence {
         self.cap() == CLOSED
     }
 
-    /// Moves the fence forward to a confirmed `unix_ms`; never back, and
+    /// Moves the fence forward to a confirmed `unix_millis`; never back, and
     /// never once closed.
-    pub(crate) fn confirm(&self, layout: &Layout, unix_ms: u64) {
-        let new_cap = cap(layout, unix_ms).max(1);
+    pub(crate) fn confirm(&self, layout: &Layout, unix_millis: u64) {
+        let new_cap = cap(layout, unix_millis).max(1);
         // Relaxed: see `cap`. A read-modify-write, so a renewal confirmed
         // while the generator shuts down cannot reopen it.
         let raised = self
@@ -109,7 +109,7 @@ impl Fence {
         if raised.is_ok() {
             // The two move apart for a moment; each only ever grows, and the
             // cap is the only one the hot path reads.
-            self.unix_ms.fetch_max(unix_ms, Ordering::Relaxed);
+            self.unix_millis.fetch_max(unix_millis, Ordering::Relaxed);
         }
     }
 
@@ -166,7 +166,7 @@ mod tests {
         let now = 1_800_000_000_000;
         let fence = Fence::at(&layout, now);
         fence.confirm(&layout, now - 5);
-        assert_eq!(fence.unix_ms(), now);
+        assert_eq!(fence.unix_millis(), now);
         assert_eq!(fence.cap(), cap(&layout, now));
         fence.confirm(&layout, now + 5);
         assert_eq!(fence.cap(), cap(&layout, now + 5));

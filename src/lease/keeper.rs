@@ -23,14 +23,14 @@ use crate::clock::units::millis;
 /// One lease event at `level` (a constant), with the fields every lease
 /// event carries, and the error if there is one.
 macro_rules! event {
-    ($level:expr, $shared:expr, $worker:expr, $fence_ms:expr, $error:expr, $message:expr) => {
+    ($level:expr, $shared:expr, $worker:expr, $fence_unix_millis:expr, $error:expr, $message:expr) => {
         match $error {
             None => tracing::event!(
                 target: "flakegen::lease",
                 $level,
                 namespace = %$shared.namespace,
                 worker = $worker,
-                fence_unix_ms = $fence_ms,
+                fence_unix_millis = $fence_unix_millis,
                 "{}",
                 $message
             ),
@@ -39,7 +39,7 @@ macro_rules! event {
                 $level,
                 namespace = %$shared.namespace,
                 worker = $worker,
-                fence_unix_ms = $fence_ms,
+                fence_unix_millis = $fence_unix_millis,
                 error = %error,
                 "{}",
                 $message
@@ -64,7 +64,7 @@ struct Held {
     claim: Arc<Claim>,
     /// Its predecessor's fence: what a release of a lease nothing was
     /// issued under goes back to.
-    previous_fence_ms: u64,
+    previous_fence_unix_millis: u64,
     renewed_at: Instant,
 }
 
@@ -100,7 +100,7 @@ pub(crate) fn run(keeping: Keeping, shared: &Shared) {
             Ok(held) => {
                 shared.hold(
                     Arc::clone(&held.claim),
-                    held.previous_fence_ms,
+                    held.previous_fence_unix_millis,
                     held.renewed_at,
                     false,
                 );
@@ -109,8 +109,8 @@ pub(crate) fn run(keeping: Keeping, shared: &Shared) {
                     Level::INFO,
                     namespace = %shared.namespace,
                     worker = held.holding.worker,
-                    fence_unix_ms = held.holding.fence_ms,
-                    starts_unix_ms = held.previous_fence_ms,
+                    fence_unix_millis = held.holding.fence_unix_millis,
+                    starts_unix_millis = held.previous_fence_unix_millis,
                     "lease acquired"
                 );
                 // A build that went away (a cancelled future) has asked for
@@ -132,8 +132,8 @@ impl Keeping {
         Terms {
             namespace: &shared.namespace,
             workers: shared.layout.max_worker() + 1,
-            ttl_ms: millis(self.ttl),
-            skew_ms: millis(self.skew),
+            ttl_millis: millis(self.ttl),
+            skew_millis: millis(self.skew),
         }
     }
 
@@ -155,20 +155,20 @@ impl Keeping {
             {
                 // Nothing was issued: the fence goes back to the previous
                 // holder's. Best effort: if this fails too, the lease expires.
-                let _ = holding.release(registry, &terms, grant.previous_fence_ms);
+                let _ = holding.release(registry, &terms, grant.previous_fence_unix_millis);
                 return Err(e);
             }
         }
         let claim = Claim::leased(
             &shared.layout,
             holding.worker,
-            grant.previous_fence_ms,
-            holding.fence_ms,
+            grant.previous_fence_unix_millis,
+            holding.fence_unix_millis,
         );
         Ok(Held {
             holding,
             claim: Arc::new(claim),
-            previous_fence_ms: grant.previous_fence_ms,
+            previous_fence_unix_millis: grant.previous_fence_unix_millis,
             renewed_at,
         })
     }
@@ -221,14 +221,16 @@ impl Keeping {
         let asked_at = Instant::now();
         let worker = held.holding.worker;
         match held.holding.renew(&*self.registry, &terms, shared.now_ms()) {
-            Ok(fence_ms) => {
-                held.claim.fence().confirm(&shared.layout, fence_ms);
+            Ok(fence_unix_millis) => {
+                held.claim
+                    .fence()
+                    .confirm(&shared.layout, fence_unix_millis);
                 if said.failing || said.fence_reached {
                     event!(
                         Level::INFO,
                         shared,
                         worker,
-                        fence_ms,
+                        fence_unix_millis,
                         None::<&LeaseError>,
                         "lease recovered"
                     );
@@ -240,8 +242,8 @@ impl Keeping {
                 (Phase::Holding(held), asked_at + self.renew_every)
             }
             Err(Unconfirmed::Lost(e)) => {
-                let fence_ms = held.claim.fence().unix_ms();
-                let starts_ms = held.previous_fence_ms;
+                let fence_unix_millis = held.claim.fence().unix_millis();
+                let starts_ms = held.previous_fence_unix_millis;
                 let old = held.claim;
                 if self.reacquire {
                     tracing::event!(
@@ -249,8 +251,8 @@ impl Keeping {
                         Level::WARN,
                         namespace = %shared.namespace,
                         worker,
-                        fence_unix_ms = fence_ms,
-                        starts_unix_ms = starts_ms,
+                        fence_unix_millis = fence_unix_millis,
+                        starts_unix_millis = starts_ms,
                         error = %e,
                         "lease lost: the generator issues up to its fence, and leases a worker \
                          id again meanwhile"
@@ -267,8 +269,8 @@ impl Keeping {
                         Level::ERROR,
                         namespace = %shared.namespace,
                         worker,
-                        fence_unix_ms = fence_ms,
-                        starts_unix_ms = starts_ms,
+                        fence_unix_millis = fence_unix_millis,
+                        starts_unix_millis = starts_ms,
                         error = %e,
                         "lease lost: the generator issues up to its fence, then refuses; build \
                          a new generator to lease a worker id again"
@@ -287,7 +289,7 @@ impl Keeping {
                         Level::WARN,
                         shared,
                         worker,
-                        held.claim.fence().unix_ms(),
+                        held.claim.fence().unix_millis(),
                         Some(&e),
                         message
                     );
@@ -312,7 +314,7 @@ impl Keeping {
                 let worker = held.holding.worker;
                 shared.hold(
                     Arc::clone(&held.claim),
-                    held.previous_fence_ms,
+                    held.previous_fence_unix_millis,
                     held.renewed_at,
                     true,
                 );
@@ -322,8 +324,8 @@ impl Keeping {
                     namespace = %shared.namespace,
                     worker,
                     previous_worker = old.worker(),
-                    fence_unix_ms = held.holding.fence_ms,
-                    starts_unix_ms = held.previous_fence_ms,
+                    fence_unix_millis = held.holding.fence_unix_millis,
+                    starts_unix_millis = held.previous_fence_unix_millis,
                     "lease reacquired: the generator issues again from its start"
                 );
                 *said = Said::default();
@@ -339,7 +341,7 @@ impl Keeping {
                         Level::WARN,
                         shared,
                         old.worker(),
-                        old.fence().unix_ms(),
+                        old.fence().unix_millis(),
                         Some(&e),
                         message
                     );
@@ -360,10 +362,10 @@ impl Keeping {
             Some((claim, last_tick)) if claim == ClaimId::of(&held.claim) => {
                 fence::high_water_ms(&shared.layout, last_tick)
             }
-            _ => held.previous_fence_ms,
+            _ => held.previous_fence_unix_millis,
         };
         let worker = held.holding.worker;
-        let fence_ms = to_ms.min(held.holding.fence_ms);
+        let fence_unix_millis = to_ms.min(held.holding.fence_unix_millis);
         let terms = self.terms(shared);
         match held.holding.release(&*self.registry, &terms, to_ms) {
             Ok(true) => {
@@ -371,7 +373,7 @@ impl Keeping {
                     Level::INFO,
                     shared,
                     worker,
-                    fence_ms,
+                    fence_unix_millis,
                     None::<&LeaseError>,
                     "lease released"
                 );
@@ -380,12 +382,26 @@ impl Keeping {
             Ok(false) => {
                 let e = terms.lost(worker);
                 let message = "lease not released: it was no longer held";
-                event!(Level::WARN, shared, worker, fence_ms, Some(&e), message);
+                event!(
+                    Level::WARN,
+                    shared,
+                    worker,
+                    fence_unix_millis,
+                    Some(&e),
+                    message
+                );
                 Err(e)
             }
             Err(e) => {
                 let message = "lease not released: it expires after its TTL";
-                event!(Level::WARN, shared, worker, fence_ms, Some(&e), message);
+                event!(
+                    Level::WARN,
+                    shared,
+                    worker,
+                    fence_unix_millis,
+                    Some(&e),
+                    message
+                );
                 Err(e)
             }
         }
@@ -394,8 +410,8 @@ impl Keeping {
 
 /// Says, once, that the clock reached `claim`'s fence: the generator refuses.
 fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said) -> bool {
-    let fence_ms = claim.fence().unix_ms();
-    if said.fence_reached || shared.now_ms() < fence_ms {
+    let fence_unix_millis = claim.fence().unix_millis();
+    if said.fence_reached || shared.now_ms() < fence_unix_millis {
         return said.fence_reached;
     }
     said.fence_reached = true;
@@ -403,7 +419,7 @@ fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said) -> bool {
         Level::ERROR,
         shared,
         claim.worker(),
-        fence_ms,
+        fence_unix_millis,
         None::<&LeaseError>,
         "lease fence reached: the generator refuses IDs until a renewal or a new lease is confirmed"
     );

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 use super::error::said;
 use crate::clock::units::{ceil_millis, floor_millis};
@@ -57,9 +57,9 @@ struct Shared {
 
 struct State {
     /// The marker in force; the same for every namespace, like a table's.
-    marker_ms: Option<u64>,
+    marker_unix_millis: Option<u64>,
     /// What [`Registry::mark`] writes: when the data began.
-    began_ms: u64,
+    began_unix_millis: u64,
     records: BTreeMap<(String, u64), Record>,
     reachable: bool,
 }
@@ -77,8 +77,8 @@ impl MemoryRegistry {
             shared: Arc::new(Shared {
                 clock: Box::new(clock),
                 state: Mutex::new(State {
-                    marker_ms: None,
-                    began_ms: 0,
+                    marker_unix_millis: None,
+                    began_unix_millis: 0,
                     records: BTreeMap::new(),
                     reachable: true,
                 }),
@@ -92,8 +92,8 @@ impl MemoryRegistry {
         let now = self.now_ceil_ms();
         let mut state = self.state();
         state.records.clear();
-        state.marker_ms = None;
-        state.began_ms = now;
+        state.marker_unix_millis = None;
+        state.began_unix_millis = now;
     }
 
     /// Makes every call fail as [`LeaseError::Unreachable`] (`false`), or
@@ -150,33 +150,54 @@ impl fmt::Debug for MemoryRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.state();
         f.debug_struct("MemoryRegistry")
-            .field("marker_ms", &state.marker_ms)
+            .field("marker_ms", &state.marker_unix_millis)
             .field("records", &state.records.len())
             .finish_non_exhaustive()
     }
 }
 
 impl Registry for MemoryRegistry {
-    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
-        let server_ms = self.now_ms();
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        _prefer: Option<u64>,
+    ) -> Result<Snapshot, LeaseError> {
+        let server_unix_millis = self.now_ms();
         let state = self.answer()?;
         let from = (namespace.to_owned(), 0);
         let to = (namespace.to_owned(), workers);
+        // Every record: a memory registry can afford it.
+        let records: Vec<Record> = state
+            .records
+            .range(from..to)
+            .map(|(_, r)| r.clone())
+            .collect();
+        // The lowest id with no record under the marker in force.
+        let marker = state.marker_unix_millis;
+        let mut fresh = 0;
+        for record in records
+            .iter()
+            .filter(|r| Some(r.marker_unix_millis) == marker)
+        {
+            if record.worker != fresh {
+                break;
+            }
+            fresh += 1;
+        }
         Ok(Snapshot {
-            server_ms,
-            marker_ms: state.marker_ms,
-            records: state
-                .records
-                .range(from..to)
-                .map(|(_, r)| r.clone())
-                .collect(),
+            server_unix_millis,
+            marker_unix_millis: marker,
+            records,
+            fresh: (fresh < workers).then_some(fresh),
+            more: false,
         })
     }
 
     fn mark(&self, _namespace: &str) -> Result<u64, LeaseError> {
         let mut state = self.answer()?;
-        let began = state.began_ms;
-        Ok(*state.marker_ms.get_or_insert(began))
+        let began = state.began_unix_millis;
+        Ok(*state.marker_unix_millis.get_or_insert(began))
     }
 
     fn swap(
@@ -184,28 +205,28 @@ impl Registry for MemoryRegistry {
         namespace: &str,
         worker: u64,
         expect: Expect,
-        write: &Write<'_>,
+        record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        let server_ms = self.now_ms();
+        let server_unix_millis = self.now_ms();
         let mut state = self.answer()?;
         let key = (namespace.to_owned(), worker);
         let found = state.records.get(&key).map(|r| r.version);
-        if state.marker_ms != Some(expect.marker_ms) || found != expect.version {
+        if state.marker_unix_millis != Some(expect.marker_unix_millis) || found != expect.version {
             return Ok(None);
         }
-        let record = Record {
+        let stored = Record {
             worker,
-            holder: write.holder.to_owned(),
-            version: write.version,
-            marker_ms: expect.marker_ms,
-            expires_ms: if write.ttl_ms == 0 {
+            holder: record.holder.to_owned(),
+            version: record.version,
+            marker_unix_millis: expect.marker_unix_millis,
+            expires_unix_millis: if record.ttl_millis == 0 {
                 0
             } else {
-                server_ms.saturating_add(write.ttl_ms)
+                server_unix_millis.saturating_add(record.ttl_millis)
             },
-            fence_ms: write.fence_ms,
+            fence_unix_millis: record.fence_unix_millis,
         };
-        state.records.insert(key, record);
-        Ok(Some(server_ms))
+        state.records.insert(key, stored);
+        Ok(Some(server_unix_millis))
     }
 }

@@ -177,13 +177,13 @@
 //!
 //! The lease's thread reports each change of state as a [`tracing`] event,
 //! target `flakegen::lease`, with the fields `namespace`, `worker` and
-//! `fence_unix_ms` (and `error` where there is one), to the subscriber in
+//! `fence_unix_millis` (and `error` where there is one), to the subscriber in
 //! effect where the generator was built: `lease acquired` (info, with
-//! `starts_unix_ms`, where its IDs start); `lease renewals failing` (warn,
+//! `starts_unix_millis`, where its IDs start); `lease renewals failing` (warn,
 //! once per outage, not once per retry); `lease recovered` (info); `lease
 //! lost` (warn while re-acquiring is on, error when it is off; with
-//! `starts_unix_ms`); `lease reacquired` (info, with `previous_worker` and
-//! `starts_unix_ms`); `lease reacquisition failing` (warn, once per
+//! `starts_unix_millis`); `lease reacquired` (info, with `previous_worker` and
+//! `starts_unix_millis`); `lease reacquisition failing` (warn, once per
 //! outage); `lease fence reached` (error: the generator refuses IDs);
 //! `lease released` (info), or `lease not released` (warn). Nothing is
 //! reported from the ID path.

@@ -10,7 +10,7 @@ use tokio_postgres::{Client, Config, NoTls, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::DEFAULT_TIMEOUT;
-use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls::{self, Verify};
@@ -43,7 +43,7 @@ use super::tls::{self, Verify};
 ///
 /// ```sql
 #[doc = include_str!("postgres.sql")]
-/// INSERT INTO flakegen_leases (namespace, worker, fence_ms) VALUES ('', -1, 0)
+/// INSERT INTO flakegen_leases (namespace, worker, fence_unix_millis) VALUES ('', -1, 0)
 ///     ON CONFLICT DO NOTHING;
 /// ```
 ///
@@ -68,6 +68,61 @@ const NOW_MS: &str = "floor(extract(epoch from clock_timestamp()) * 1000)::bigin
 
 /// The server's clock in ms, rounded up: a marker is never earlier than the loss.
 const CEIL_NOW_MS: &str = "ceil(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// How many ids a read steps over, at most, looking for the fresh one. The
+/// namespace's cursor row (`worker` -2: `fence_ms` the cursor, `marker_ms`
+/// the marker it counts under) keeps how far earlier reads got, so each id
+/// is stepped over once per marker; an older flakegen's records, which
+/// moved no cursor, are stepped over a slice per read (`Snapshot::more`).
+const FRESH_SLICE: i64 = 256;
+
+/// The server's clock, the marker, and the fresh id: the lowest id at or
+/// past the namespace's cursor with no record under the marker; the cursor
+/// moves there. `$1` namespace, `$2` workers.
+static FRESH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH RECURSIVE \
+           m AS (SELECT (SELECT fence_ms FROM flakegen_leases \
+                         WHERE namespace = '' AND worker = -1) AS marker), \
+           c AS (SELECT coalesce((SELECT l.fence_ms FROM flakegen_leases l, m \
+                 WHERE l.namespace = $1 AND l.worker = -2 AND l.marker_ms = m.marker), 0) AS start), \
+           step(w) AS (SELECT start FROM c \
+             UNION ALL SELECT step.w + 1 FROM step, c, m \
+             WHERE step.w < $2 AND step.w < c.start + {FRESH_SLICE} AND EXISTS ( \
+               SELECT 1 FROM flakegen_leases l \
+               WHERE l.namespace = $1 AND l.worker = step.w AND l.marker_ms = m.marker)), \
+           fresh AS (SELECT max(w) AS w FROM step), \
+           moved AS (INSERT INTO flakegen_leases (namespace, worker, marker_ms, fence_ms) \
+             SELECT $1, -2, m.marker, fresh.w FROM m, fresh, c \
+             WHERE m.marker IS NOT NULL AND fresh.w > c.start \
+             ON CONFLICT (namespace, worker) DO UPDATE \
+             SET fence_ms = excluded.fence_ms, marker_ms = excluded.marker_ms \
+             WHERE flakegen_leases.marker_ms <> excluded.marker_ms \
+                OR flakegen_leases.fence_ms < excluded.fence_ms) \
+         SELECT {NOW_MS} AS now_ms, m.marker AS marker_ms, fresh.w AS fresh, \
+                fresh.w >= c.start + {FRESH_SLICE} AS more \
+         FROM m, fresh, c"
+    )
+});
+
+/// The records an acquisition chooses from: the free one with the earliest
+/// fence and a few expired ones under the marker (through the partial
+/// indexes), the preferred id's and the fresh id's. `$1` namespace, `$2`
+/// workers, `$3` marker (-1: none), `$4` the server's now, `$5` the
+/// preferred id, `$6` the fresh id (-1: none).
+const CANDIDATES: &str = "\
+    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
+     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
+       AND holder IS NULL AND marker_ms = $3 ORDER BY fence_ms, worker LIMIT 1) \
+    UNION ALL \
+    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
+     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
+       AND holder IS NOT NULL AND marker_ms = $3 AND expires_ms <= $4 \
+     ORDER BY expires_ms LIMIT 4) \
+    UNION ALL \
+    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
+     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
+       AND worker IN ($5, $6))";
 
 /// The marker row, locked against a concurrent delete while a swap checks it.
 const MARKER_HELD: &str = "SELECT 1 FROM flakegen_leases \
@@ -302,6 +357,18 @@ async fn create_table(client: &Client) -> Result<(), tokio_postgres::Error> {
                 .batch_execute(PostgresRegistry::NEW_TABLE_MARKER)
                 .await?;
         } else {
+            // A table an older flakegen created lacks the indexes reads use.
+            let indexed: bool = client
+                .query_one(
+                    "SELECT to_regclass('flakegen_leases_free') IS NOT NULL \
+                     AND to_regclass('flakegen_leases_held') IS NOT NULL",
+                    &[],
+                )
+                .await?
+                .get(0);
+            if !indexed {
+                client.batch_execute(PostgresRegistry::DDL).await?;
+            }
             let missing: i64 = client
                 .query_one(
                     "SELECT 2 - count(*) FROM information_schema.columns \
@@ -348,48 +415,57 @@ fn signed(value: u64) -> i64 {
 }
 
 impl Registry for PostgresRegistry {
-    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        prefer: Option<u64>,
+    ) -> Result<Snapshot, LeaseError> {
         super::backend::check_namespace(namespace)?;
+        let workers = signed(workers);
+        let prefer = prefer.map_or(-1, signed);
         self.run(|client| async move {
-            let head = client
-                .query_one(
-                    &format!(
-                        "SELECT {NOW_MS} AS now_ms, (SELECT fence_ms FROM flakegen_leases \
-                         WHERE namespace = '' AND worker = -1) AS marker_ms"
-                    ),
-                    &[],
-                )
-                .await?;
-            let rows = client
-                .query(
-                    "SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, \
-                     expires_ms, fence_ms FROM flakegen_leases \
-                     WHERE namespace = $1 AND worker >= 0 AND worker < $2",
-                    &[&namespace, &signed(workers)],
-                )
-                .await?;
+            let head = client.query_one(&*FRESH, &[&namespace, &workers]).await?;
             let marker: Option<i64> = head.try_get("marker_ms")?;
-            let marker_ms = match marker {
+            let marker_unix_millis = match marker {
                 Some(m) => {
                     Some(u64::try_from(m).map_err(|_| self.corrupt(format!("the marker is {m}")))?)
                 }
                 None => None,
             };
+            let now: i64 = head.try_get("now_ms")?;
+            let fresh: i64 = head.try_get("fresh")?;
+            let fresh = (fresh < workers).then_some(fresh);
+            let rows = client
+                .query(
+                    CANDIDATES,
+                    &[
+                        &namespace,
+                        &workers,
+                        &marker.unwrap_or(-1),
+                        &now,
+                        &prefer,
+                        &fresh.unwrap_or(-1),
+                    ],
+                )
+                .await?;
             let mut records = Vec::with_capacity(rows.len());
             for row in &rows {
                 records.push(Record {
                     worker: self.unsigned(row, "worker")?,
                     holder: row.try_get("holder")?,
                     version: self.unsigned(row, "version")?,
-                    marker_ms: self.unsigned(row, "marker_ms")?,
-                    expires_ms: self.unsigned(row, "expires_ms")?,
-                    fence_ms: self.unsigned(row, "fence_ms")?,
+                    marker_unix_millis: self.unsigned(row, "marker_ms")?,
+                    expires_unix_millis: self.unsigned(row, "expires_ms")?,
+                    fence_unix_millis: self.unsigned(row, "fence_ms")?,
                 });
             }
             Ok(Snapshot {
-                server_ms: self.unsigned(&head, "now_ms")?,
-                marker_ms,
+                server_unix_millis: u64::try_from(now).unwrap_or(0),
+                marker_unix_millis,
                 records,
+                fresh: fresh.map(|w| w.unsigned_abs()),
+                more: head.try_get("more")?,
             })
         })
     }
@@ -418,7 +494,7 @@ impl Registry for PostgresRegistry {
         namespace: &str,
         worker: u64,
         expect: Expect,
-        write: &Write<'_>,
+        record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
         super::backend::check_namespace(namespace)?;
         let set = format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END");
@@ -441,12 +517,12 @@ impl Registry for PostgresRegistry {
         let params = (
             namespace.to_owned(),
             signed(worker),
-            signed(expect.marker_ms),
+            signed(expect.marker_unix_millis),
             expect.version.map(signed),
-            write.holder.to_owned(),
-            signed(write.version),
-            signed(write.ttl_ms),
-            signed(write.fence_ms),
+            record.holder.to_owned(),
+            signed(record.version),
+            signed(record.ttl_millis),
+            signed(record.fence_unix_millis),
         );
         self.run(|client| async move {
             let (ns, w, m, v, h, nv, ttl, f) = &params;

@@ -15,3 +15,9 @@ CREATE TABLE IF NOT EXISTS flakegen_leases (
     fence_ms   bigint NOT NULL,
     PRIMARY KEY (namespace, worker)
 );
+-- What an acquisition chooses from, found without reading every record:
+-- a namespace's free records by fence, and its held ones by expiry.
+CREATE INDEX IF NOT EXISTS flakegen_leases_free
+    ON flakegen_leases (namespace, marker_ms, fence_ms, worker) WHERE holder IS NULL;
+CREATE INDEX IF NOT EXISTS flakegen_leases_held
+    ON flakegen_leases (namespace, marker_ms, expires_ms) WHERE holder IS NOT NULL;

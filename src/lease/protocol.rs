@@ -5,11 +5,15 @@
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 
 /// How many times an acquisition may lose a race before it gives up.
 const ATTEMPTS: u32 = 8;
+
+/// The fewest records a registry indexes per read while it still says
+/// `Snapshot::more`: bounds how often an acquisition reads again for it.
+const INDEX_SLICE: u64 = 16;
 
 /// How many writes whose outcome is unknown a holder remembers.
 const IN_DOUBT: usize = 4;
@@ -22,9 +26,9 @@ pub(crate) struct Terms<'a> {
     pub(crate) workers: u64,
     /// The lease's time to live, which also bounds how far a confirmed fence
     /// leads its holder's clock (rule 3).
-    pub(crate) ttl_ms: u64,
+    pub(crate) ttl_millis: u64,
     /// How far a holder's clock may read ahead of the server's.
-    pub(crate) skew_ms: u64,
+    pub(crate) skew_millis: u64,
 }
 
 /// A lease this process holds, as far as it knows.
@@ -33,9 +37,9 @@ pub(crate) struct Holding {
     pub(crate) token: String,
     pub(crate) worker: u64,
     /// The marker the lease was taken under: every write names it.
-    pub(crate) marker_ms: u64,
+    pub(crate) marker_unix_millis: u64,
     /// The fence the server confirmed: the generator issues below it.
-    pub(crate) fence_ms: u64,
+    pub(crate) fence_unix_millis: u64,
     /// The versions the record may have: the last confirmed one first, then
     /// those of writes whose replies were lost.
     versions: Vec<u64>,
@@ -46,7 +50,7 @@ pub(crate) struct Holding {
 pub(crate) struct Grant {
     pub(crate) holding: Holding,
     /// The fence the previous holder left: this holder issues at or past it.
-    pub(crate) previous_fence_ms: u64,
+    pub(crate) previous_fence_unix_millis: u64,
 }
 
 /// Why a renewal did not confirm a new fence.
@@ -60,25 +64,27 @@ pub(crate) enum Unconfirmed {
 }
 
 impl Terms<'_> {
-    /// Where an id with no record trustworthy under `marker_ms` is fenced:
+    /// Where an id with no record trustworthy under `marker_unix_millis` is fenced:
     /// past anything a holder may have confirmed before the loss (rule 6).
     /// A fence led its holder's clock by at most the TTL (rule 3), and that
     /// clock led the server's by at most the skew, and the server's read no
     /// later than the marker.
-    pub(crate) fn unrecorded_fence(&self, marker_ms: u64) -> u64 {
-        marker_ms
-            .saturating_add(self.ttl_ms)
-            .saturating_add(self.skew_ms)
+    pub(crate) fn unrecorded_fence(&self, marker_unix_millis: u64) -> u64 {
+        marker_unix_millis
+            .saturating_add(self.ttl_millis)
+            .saturating_add(self.skew_millis)
     }
 
     /// The fence a record leaves its next holder. A record written before the
     /// marker in force survived a loss it cannot vouch for (a restore, a
     /// replica promoted): its fence may be stale, so the loss rule applies too.
-    fn inherited_fence(&self, record: &Record, marker_ms: u64) -> u64 {
-        if record.marker_ms == marker_ms {
-            record.fence_ms
+    fn inherited_fence(&self, record: &Record, marker_unix_millis: u64) -> u64 {
+        if record.marker_unix_millis == marker_unix_millis {
+            record.fence_unix_millis
         } else {
-            record.fence_ms.max(self.unrecorded_fence(marker_ms))
+            record
+                .fence_unix_millis
+                .max(self.unrecorded_fence(marker_unix_millis))
         }
     }
 
@@ -88,18 +94,21 @@ impl Terms<'_> {
     /// ahead is kept, not extended, so no confirmed fence leads by more
     /// than the TTL (rule 3) except one that already did when written.
     pub(crate) fn fence_from(&self, floor_ms: u64, now_ms: u64) -> u64 {
-        floor_ms.max(now_ms.saturating_add(self.ttl_ms))
+        floor_ms.max(now_ms.saturating_add(self.ttl_millis))
     }
 
     /// The id to take: `prefer` if it is free (a generator healing takes
     /// its old id back if it can); else, among the free ones, the one whose
     /// fence has passed on the holder's clock, else the earliest fence;
-    /// ties to the lowest id. Returns it with what the swap must expect and
-    /// its inherited fence, or how many ids are held.
+    /// ties to the lowest id. The free ones are the snapshot's records that
+    /// are not held under `marker_unix_millis`, its fresh id, and `prefer`
+    /// if it has no record (the registry returns those that matter: see
+    /// `Registry::read`). Returns it with what the swap must expect and its
+    /// inherited fence, or, when none is free, how many ids are held: all.
     pub(crate) fn choose(
         &self,
         snapshot: &Snapshot,
-        marker_ms: u64,
+        marker_unix_millis: u64,
         now_ms: u64,
         prefer: Option<u64>,
     ) -> Result<(u64, Expect, u64), u64> {
@@ -112,47 +121,42 @@ impl Terms<'_> {
                 best = Some((key, version));
             }
         };
-        let mut held: u64 = 0;
-        let mut recorded: Vec<u64> = Vec::with_capacity(snapshot.records.len());
-        for record in snapshot.records.iter().filter(|r| r.worker < self.workers) {
-            recorded.push(record.worker);
-            let trusted = record.marker_ms == marker_ms;
-            let live = !record.holder.is_empty() && record.expires_ms > snapshot.server_ms;
-            if trusted && live {
-                held += 1;
-            } else {
-                let fence = self.inherited_fence(record, marker_ms);
+        let records = || snapshot.records.iter().filter(|r| r.worker < self.workers);
+        for record in records() {
+            let trusted = record.marker_unix_millis == marker_unix_millis;
+            let live = !record.holder.is_empty()
+                && record.expires_unix_millis > snapshot.server_unix_millis;
+            if !(trusted && live) {
+                let fence = self.inherited_fence(record, marker_unix_millis);
                 consider(fence, record.worker, Some(record.version));
             }
         }
-        // Every unrecorded id has the same fence: the lowest is the one to offer.
-        recorded.sort_unstable();
-        recorded.dedup();
-        let unrecorded = (0..self.workers)
-            .zip(recorded.iter().copied().chain(std::iter::once(u64::MAX)))
-            .find(|&(id, taken)| id != taken)
-            .map(|(id, _)| id);
-        if let Some(worker) = unrecorded {
-            consider(self.unrecorded_fence(marker_ms), worker, None);
-        }
-        if let Some(worker) = prefer.filter(|w| *w < self.workers) {
-            if recorded.binary_search(&worker).is_err() {
-                consider(self.unrecorded_fence(marker_ms), worker, None);
+        // Ids with no record: fenced by the loss rule, all alike.
+        for worker in [snapshot.fresh, prefer].into_iter().flatten() {
+            if worker < self.workers && records().all(|r| r.worker != worker) {
+                consider(self.unrecorded_fence(marker_unix_millis), worker, None);
             }
         }
-        let ((_, _, fence, worker), version) = best.ok_or(held)?;
-        Ok((worker, Expect { marker_ms, version }, fence))
+        let ((_, _, fence, worker), version) = best.ok_or(self.workers)?;
+        Ok((
+            worker,
+            Expect {
+                marker_unix_millis,
+                version,
+            },
+            fence,
+        ))
     }
 
     /// Refuses a holder whose clock, read at `now_ms` before the server read
-    /// `server_ms`, is further ahead than the skew allows: its fences could
+    /// `server_unix_millis`, is further ahead than the skew allows: its fences could
     /// outrun the loss rule.
-    fn check_skew(&self, now_ms: u64, server_ms: u64) -> Result<(), LeaseError> {
-        let ahead_ms = now_ms.saturating_sub(server_ms);
-        if ahead_ms > self.skew_ms {
+    fn check_skew(&self, now_ms: u64, server_unix_millis: u64) -> Result<(), LeaseError> {
+        let ahead_millis = now_ms.saturating_sub(server_unix_millis);
+        if ahead_millis > self.skew_millis {
             Err(LeaseError::ClockAhead {
-                ahead_ms,
-                skew_ms: self.skew_ms,
+                ahead_millis,
+                skew_millis: self.skew_millis,
             })
         } else {
             Ok(())
@@ -176,27 +180,35 @@ pub(crate) fn acquire(
     now_ms: impl Fn() -> u64,
     prefer: Option<u64>,
 ) -> Result<Grant, LeaseError> {
-    for _ in 0..ATTEMPTS {
+    let mut indexing = terms.workers.div_ceil(INDEX_SLICE);
+    let mut attempts = 0;
+    while attempts < ATTEMPTS {
         let now = now_ms();
-        let snapshot = registry.read(terms.namespace, terms.workers)?;
-        terms.check_skew(now, snapshot.server_ms)?;
-        let marker_ms = match snapshot.marker_ms {
+        let snapshot = registry.read(terms.namespace, terms.workers, prefer)?;
+        if snapshot.more && indexing > 0 {
+            // The registry indexes an older version's records a slice at a time.
+            indexing -= 1;
+            continue;
+        }
+        attempts += 1;
+        terms.check_skew(now, snapshot.server_unix_millis)?;
+        let marker_unix_millis = match snapshot.marker_unix_millis {
             Some(marker) => marker,
             None => registry.mark(terms.namespace)?,
         };
-        let (worker, expect, previous_fence_ms) = terms
-            .choose(&snapshot, marker_ms, now, prefer)
+        let (worker, expect, previous_fence_unix_millis) = terms
+            .choose(&snapshot, marker_unix_millis, now, prefer)
             .map_err(|held| LeaseError::AllHeld {
-            namespace: terms.namespace.to_owned(),
-            held,
-        })?;
-        let fence_ms = terms.fence_from(previous_fence_ms, now);
+                namespace: terms.namespace.to_owned(),
+                held,
+            })?;
+        let fence_unix_millis = terms.fence_from(previous_fence_unix_millis, now);
         let version = fresh_version();
-        let write = Write {
+        let write = NewRecord {
             holder: token,
             version,
-            ttl_ms: terms.ttl_ms,
-            fence_ms,
+            ttl_millis: terms.ttl_millis,
+            fence_unix_millis,
         };
         match registry.swap(terms.namespace, worker, expect, &write) {
             Ok(Some(_)) => {
@@ -204,25 +216,25 @@ pub(crate) fn acquire(
                     holding: Holding {
                         token: token.to_owned(),
                         worker,
-                        marker_ms,
-                        fence_ms,
+                        marker_unix_millis,
+                        fence_unix_millis,
                         versions: vec![version],
                     },
-                    previous_fence_ms,
+                    previous_fence_unix_millis,
                 });
             }
             // Another acquisition (or a loss) came between: look again.
             Ok(None) => continue,
             Err(e) => {
                 // The write may have landed: give it back, fence unmoved.
-                let free = Write {
+                let free = NewRecord {
                     holder: "",
                     version: fresh_version(),
-                    ttl_ms: 0,
-                    fence_ms: previous_fence_ms,
+                    ttl_millis: 0,
+                    fence_unix_millis: previous_fence_unix_millis,
                 };
                 let mine = Expect {
-                    marker_ms,
+                    marker_unix_millis,
                     version: Some(version),
                 };
                 let _ = registry.swap(terms.namespace, worker, mine, &free);
@@ -249,23 +261,23 @@ impl Holding {
         terms: &Terms<'_>,
         now_ms: u64,
     ) -> Result<u64, Unconfirmed> {
-        let fence_ms = terms.fence_from(self.fence_ms, now_ms);
+        let fence_unix_millis = terms.fence_from(self.fence_unix_millis, now_ms);
         let token = self.token.clone();
-        let write = Write {
+        let write = NewRecord {
             holder: &token,
             version: fresh_version(),
-            ttl_ms: terms.ttl_ms,
-            fence_ms,
+            ttl_millis: terms.ttl_millis,
+            fence_unix_millis,
         };
         match self.swap(registry, terms, &write) {
-            Ok(Some(server_ms)) => {
+            Ok(Some(server_unix_millis)) => {
                 // The record is ours at the new version either way; whether
                 // its fence may be used depends on this clock.
                 terms
-                    .check_skew(now_ms, server_ms)
+                    .check_skew(now_ms, server_unix_millis)
                     .map_err(Unconfirmed::Failed)?;
-                self.fence_ms = fence_ms;
-                Ok(fence_ms)
+                self.fence_unix_millis = fence_unix_millis;
+                Ok(fence_unix_millis)
             }
             Ok(None) => Err(Unconfirmed::Lost(terms.lost(self.worker))),
             Err(e) => Err(Unconfirmed::Failed(e)),
@@ -282,11 +294,11 @@ impl Holding {
         terms: &Terms<'_>,
         high_water_ms: u64,
     ) -> Result<bool, LeaseError> {
-        let write = Write {
+        let write = NewRecord {
             holder: "",
             version: fresh_version(),
-            ttl_ms: 0,
-            fence_ms: high_water_ms.min(self.fence_ms),
+            ttl_millis: 0,
+            fence_unix_millis: high_water_ms.min(self.fence_unix_millis),
         };
         Ok(self.swap(registry, terms, &write)?.is_some())
     }
@@ -297,17 +309,17 @@ impl Holding {
         &mut self,
         registry: &dyn Registry,
         terms: &Terms<'_>,
-        write: &Write<'_>,
+        record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
         while let Some(&version) = self.versions.first() {
             let expect = Expect {
-                marker_ms: self.marker_ms,
+                marker_unix_millis: self.marker_unix_millis,
                 version: Some(version),
             };
-            match registry.swap(terms.namespace, self.worker, expect, write) {
-                Ok(Some(server_ms)) => {
-                    self.versions = vec![write.version];
-                    return Ok(Some(server_ms));
+            match registry.swap(terms.namespace, self.worker, expect, record) {
+                Ok(Some(server_unix_millis)) => {
+                    self.versions = vec![record.version];
+                    return Ok(Some(server_unix_millis));
                 }
                 // Not at that version now, and never again: versions are not reused.
                 Ok(None) => {
@@ -317,7 +329,7 @@ impl Holding {
                     if self.versions.len() >= IN_DOUBT {
                         self.versions.remove(1);
                     }
-                    self.versions.push(write.version);
+                    self.versions.push(record.version);
                     return Err(e);
                 }
             }
@@ -361,27 +373,40 @@ mod tests {
         Terms {
             namespace: "n",
             workers: 4,
-            ttl_ms: 10_000,
-            skew_ms: 2_000,
+            ttl_millis: 10_000,
+            skew_millis: 2_000,
         }
     }
 
-    fn record(worker: u64, holder: &str, expires_ms: u64, fence_ms: u64) -> Record {
+    fn record(
+        worker: u64,
+        holder: &str,
+        expires_unix_millis: u64,
+        fence_unix_millis: u64,
+    ) -> Record {
         Record {
             worker,
             holder: holder.to_owned(),
             version: 7 + worker,
-            marker_ms: 100,
-            expires_ms,
-            fence_ms,
+            marker_unix_millis: 100,
+            expires_unix_millis,
+            fence_unix_millis,
         }
     }
 
+    /// A registry's read of `records` (all of them) under marker 100.
     fn snapshot(records: Vec<Record>) -> Snapshot {
+        let fresh = (0..terms().workers).find(|&w| {
+            !records
+                .iter()
+                .any(|r| r.worker == w && r.marker_unix_millis == 100)
+        });
         Snapshot {
-            server_ms: 1_000,
-            marker_ms: Some(100),
+            server_unix_millis: 1_000,
+            marker_unix_millis: Some(100),
             records,
+            fresh,
+            more: false,
         }
     }
 
@@ -399,7 +424,7 @@ mod tests {
         assert_eq!(expect.version, Some(9));
         let (worker, expect, fence) = t.choose(&s, 100, 800, None).unwrap();
         assert_eq!((worker, fence), (2, 900));
-        assert_eq!(expect.marker_ms, 100);
+        assert_eq!(expect.marker_unix_millis, 100);
         let s = snapshot(vec![record(0, "a", 5_000, 1)]);
         let (worker, expect, fence) = t.choose(&s, 100, 1_000, None).unwrap();
         assert_eq!((worker, fence, expect.version), (1, 12_100, None));
@@ -409,11 +434,15 @@ mod tests {
     fn a_record_older_than_the_marker_is_free_and_fenced_past_it() {
         let t = terms();
         let mut relic = record(0, "a", 99_999, 3_000);
-        relic.marker_ms = 50;
+        relic.marker_unix_millis = 50;
+        // Id 0 has no record under the marker in force: it is the fresh
+        // one, and its relic is returned with it.
         let s = Snapshot {
-            server_ms: 1_000,
-            marker_ms: Some(500),
+            server_unix_millis: 1_000,
+            marker_unix_millis: Some(500),
             records: vec![relic],
+            fresh: Some(0),
+            more: false,
         };
         let workers_one = Terms { workers: 1, ..t };
         let (worker, expect, fence) = workers_one.choose(&s, 500, 1_000, None).unwrap();
@@ -421,7 +450,7 @@ mod tests {
         assert_eq!(expect.version, Some(7));
         // A relic whose fence is past the marker rule keeps it.
         let mut far = record(0, "a", 0, 90_000);
-        far.marker_ms = 50;
+        far.marker_unix_millis = 50;
         let s = Snapshot {
             records: vec![far],
             ..s
@@ -490,7 +519,7 @@ mod tests {
         // A holder at most the skew ahead of the server, writing before the
         // loss, confirms no fence past the rule.
         let (server_at_write, marker) = (5_000, 5_000);
-        let holder_now = server_at_write + t.skew_ms;
+        let holder_now = server_at_write + t.skew_millis;
         assert!(t.fence_from(0, holder_now) <= t.unrecorded_fence(marker));
     }
 
@@ -501,8 +530,8 @@ mod tests {
         assert!(matches!(
             t.check_skew(3_001, 1_000),
             Err(LeaseError::ClockAhead {
-                ahead_ms: 2_001,
-                skew_ms: 2_000
+                ahead_millis: 2_001,
+                skew_millis: 2_000
             })
         ));
         assert!(t.check_skew(0, 1_000).is_ok());

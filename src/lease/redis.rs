@@ -6,7 +6,7 @@ use std::sync::Arc;
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ErrorKind, RedisError, Script, TlsCertificates, Value};
 
-use super::backend::{Expect, Record, Registry, Snapshot, Write};
+use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 use super::error::said;
 use super::remote::{Connected, Failure, Remote};
@@ -18,16 +18,27 @@ use super::tls;
 /// ```text
 /// flakegen:{<namespace>}:marker     string: <run_id>:<ms>, when the data began (server clock)
 /// flakegen:{<namespace>}:w:<id>     hash: holder, version, marker, expires, fence
+/// flakegen:{<namespace>}:era        string: the marker (ms) the index below counts under
+/// flakegen:{<namespace>}:free       sorted set: free ids by fence
+/// flakegen:{<namespace>}:held       sorted set: held ids by expiry
+/// flakegen:{<namespace>}:recorded   bitmap: the ids with a record under the marker
 /// ```
 ///
 /// Each step is a Lua script, which Redis runs atomically, and expiry is
 /// judged by the server's `TIME`. A [`swap`](Registry::swap) compares the
 /// marker and the record's version and writes in one script: it holds no
-/// policy. Reading a namespace reads every id of the layout, a few
-/// milliseconds for a 10-bit worker field (about 50 ms for Sonyflake's 16
-/// bits), once per build. A namespace's keys share a hash tag, so Redis
-/// Cluster keeps them on one shard. Every call, connecting included,
-/// finishes or fails within [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) on the client.
+/// policy, and files the record in the index. A read finds what an
+/// acquisition chooses from through the index, in a bounded number of
+/// steps whatever the size of the id space or the number of records: the
+/// free id with the earliest fence, expired holders (16 per read), and the
+/// lowest id never recorded (`BITPOS`). A namespace an older flakegen wrote
+/// has records but no index: reads file them, 64 per read, and say so
+/// ([`Snapshot::more`](super::backend::Snapshot::more)), so the first
+/// acquisitions after an upgrade read a few times more. Ids must fit a
+/// Redis bitmap: worker fields up to 32 bits. A namespace's keys share a
+/// hash tag, so Redis Cluster keeps them on one shard. Every call,
+/// connecting included, finishes or fails within
+/// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) on the client.
 ///
 /// # What counts as a loss
 ///
@@ -77,10 +88,36 @@ macro_rules! lua_server {
     };
 }
 
-/// KEYS: marker. ARGV: record key prefix, workers.
-/// Returns `{now, marker or '', [worker, holder, version, marker, expires, fence]...}`.
+/// The namespace's index, for the scripts that keep it: `index(id, holder,
+/// expires, fence)` files a record written under the marker the index
+/// counts under (KEYS[2]..KEYS[5]: era, free, held, recorded). Members are
+/// zero-padded ids, so ties in a sorted set order as numbers.
+macro_rules! lua_index {
+    () => {
+        "local function member(id) return string.format('%020d', id) end\n\
+         local function index(id, holder, expires, fence)\n\
+           redis.call('SETBIT', KEYS[5], id, 1)\n\
+           if holder == '' then\n\
+             redis.call('ZREM', KEYS[4], member(id))\n\
+             redis.call('ZADD', KEYS[3], fence, member(id))\n\
+           else\n\
+             redis.call('ZREM', KEYS[3], member(id))\n\
+             redis.call('ZADD', KEYS[4], expires, member(id))\n\
+           end\n\
+         end\n"
+    };
+}
+
+/// KEYS: marker, era, free, held, recorded. ARGV: record key prefix,
+/// workers, preferred id ('' for none). Returns `{now, marker or '', fresh
+/// or -1, more, [worker, holder, version, marker, expires, fence]...}`.
+///
+/// Bounded: a slice of expired holders moved to `free`, the `free` head,
+/// one `BITPOS`, and a slice of records an older flakegen wrote without
+/// the index.
 const READ: &str = concat!(
     lua_server!(),
+    lua_index!(),
     r#"
 local policy = string.match(redis.call('INFO', 'memory'), 'maxmemory_policy:([%w%-]+)')
 if policy and string.sub(policy, 1, 8) == 'allkeys-' then
@@ -93,19 +130,74 @@ if m then
   if not r then return redis.error_reply('FLAKEGEN_CORRUPT marker ' .. KEYS[1]) end
   if r == run then marker = ms end
 end
-local out = {now, marker}
-for w = 0, tonumber(ARGV[2]) - 1 do
-  local r = redis.call('HMGET', ARGV[1] .. w, 'holder', 'version', 'marker', 'expires', 'fence')
-  if r[1] or r[2] or r[3] or r[4] or r[5] then
-    table.insert(out, w)
-    for i = 1, 5 do table.insert(out, r[i] or '') end
+local workers = tonumber(ARGV[2])
+local function record(id)
+  return redis.call('HMGET', ARGV[1] .. id, 'holder', 'version', 'marker', 'expires', 'fence')
+end
+local out = {now, marker, -1, 0}
+local listed = {}
+local function list(id, r)
+  if listed[id] or not (r[1] or r[2] or r[3] or r[4] or r[5]) then return end
+  listed[id] = true
+  table.insert(out, id)
+  for i = 1, 5 do table.insert(out, r[i] or '') end
+end
+if ARGV[3] ~= '' then list(tonumber(ARGV[3]), record(ARGV[3])) end
+if marker == '' then
+  -- No marker: every record is from before it; the lowest id is the fresh one.
+  out[3] = 0
+  list(0, record(0))
+  return out
+end
+if redis.call('GET', KEYS[2]) ~= marker then
+  -- An index of an older marker, or none (an older flakegen's namespace).
+  redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5])
+  redis.call('SET', KEYS[2], marker)
+end
+-- Holders whose lease expired are free: a slice per read.
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 16)) do
+  local n = tonumber(id)
+  local r = record(n)
+  if r[3] == marker then
+    if r[1] == '' or tonumber(r[4]) <= now then
+      index(n, '', 0, tonumber(r[5]))
+    else
+      index(n, r[1], tonumber(r[4]), tonumber(r[5]))
+    end
+  else
+    redis.call('ZREM', KEYS[4], id)
   end
+end
+for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, 3)) do
+  local n = tonumber(id)
+  list(n, record(n))
+end
+-- The fresh id; records of the marker the index lacks are filed on the way.
+local fresh = redis.call('BITPOS', KEYS[5], 0)
+local steps = 0
+while fresh < workers do
+  local r = record(fresh)
+  if r[3] ~= marker then
+    list(fresh, r)
+    out[3] = fresh
+    break
+  end
+  local holder, expires = r[1] or '', tonumber(r[4]) or 0
+  if holder ~= '' and expires <= now then holder = '' end
+  index(fresh, holder, expires, tonumber(r[5]) or 0)
+  steps = steps + 1
+  if steps == 64 then
+    out[4] = 1
+    break
+  end
+  fresh = redis.call('BITPOS', KEYS[5], 0, math.floor(fresh / 8))
 end
 return out
 "#
 );
 
-/// KEYS: marker. Returns the marker in force, in ms, writing one if need be.
+/// KEYS: marker, era, free, held, recorded. Returns the marker in force,
+/// in ms, writing one (and starting an empty index under it) if need be.
 const MARK: &str = concat!(
     lua_server!(),
     r#"
@@ -125,26 +217,33 @@ else
 end
 local text = string.format('%.0f', began)
 redis.call('SET', KEYS[1], run .. ':' .. text)
+redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5])
+redis.call('SET', KEYS[2], text)
 return text
 "#
 );
 
-/// KEYS: marker, record. ARGV: expected marker ms, expected version ('' for
-/// no record), holder, version, ttl ms, fence ms. Returns `now`, or nil.
+/// KEYS: marker, era, free, held, recorded, record. ARGV: expected marker
+/// ms, expected version ('' for no record), holder, version, ttl ms, fence
+/// ms, worker id. Returns `now`, or nil.
 const SWAP: &str = concat!(
     lua_server!(),
+    lua_index!(),
     r#"
 if redis.call('GET', KEYS[1]) ~= run .. ':' .. ARGV[1] then return false end
 if ARGV[2] == '' then
-  if redis.call('EXISTS', KEYS[2]) == 1 then return false end
-elseif redis.call('HGET', KEYS[2], 'version') ~= ARGV[2] then
+  if redis.call('EXISTS', KEYS[6]) == 1 then return false end
+elseif redis.call('HGET', KEYS[6], 'version') ~= ARGV[2] then
   return false
 end
 local ttl = tonumber(ARGV[5])
 local expires = 0
 if ttl > 0 then expires = now + ttl end
-redis.call('HSET', KEYS[2], 'holder', ARGV[3], 'version', ARGV[4], 'marker', ARGV[1],
+redis.call('HSET', KEYS[6], 'holder', ARGV[3], 'version', ARGV[4], 'marker', ARGV[1],
   'expires', string.format('%.0f', expires), 'fence', ARGV[6])
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+  index(tonumber(ARGV[7]), ARGV[3], expires, tonumber(ARGV[6]))
+end
 return now
 "#
 );
@@ -286,10 +385,14 @@ impl RedisRegistry {
     }
 }
 
-fn keys(namespace: &str) -> (String, String) {
+/// A namespace's keys: the marker, then its index (the marker it counts
+/// under, the free records by fence, the held ones by expiry, the recorded
+/// ids), then the prefix of its records.
+fn keys(namespace: &str) -> ([String; 5], String) {
+    let key = |name: &str| format!("flakegen:{{{namespace}}}:{name}");
     (
-        format!("flakegen:{{{namespace}}}:marker"),
-        format!("flakegen:{{{namespace}}}:w:"),
+        ["marker", "era", "free", "held", "recorded"].map(key),
+        key("w:"),
     )
 }
 
@@ -324,17 +427,28 @@ impl fmt::Debug for RedisRegistry {
 }
 
 impl Registry for RedisRegistry {
-    fn read(&self, namespace: &str, workers: u64) -> Result<Snapshot, LeaseError> {
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        prefer: Option<u64>,
+    ) -> Result<Snapshot, LeaseError> {
         super::backend::check_namespace(namespace)?;
-        let (marker, prefix) = keys(namespace);
-        let reply = self.invoke(self.read.key(marker).arg(prefix).arg(workers))?;
+        let (index, prefix) = keys(namespace);
+        let prefer = prefer.map_or(String::new(), |w| w.to_string());
+        let reply = self.invoke(self.read.key(&index).arg(prefix).arg(workers).arg(prefer))?;
         let corrupt = || self.corrupt(&reply);
         let Value::Array(items) = &reply else {
             return Err(corrupt());
         };
-        let (head, rest) = items.split_at_checked(2).ok_or_else(corrupt)?;
-        let server_ms = number(&head[0]).ok().flatten().ok_or_else(corrupt)?;
-        let marker_ms = number(&head[1]).map_err(|()| corrupt())?;
+        let (head, rest) = items.split_at_checked(4).ok_or_else(corrupt)?;
+        let server_unix_millis = number(&head[0]).ok().flatten().ok_or_else(corrupt)?;
+        let marker_unix_millis = number(&head[1]).map_err(|()| corrupt())?;
+        let fresh = match &head[2] {
+            Value::Int(-1) => None,
+            other => Some(number(other).ok().flatten().ok_or_else(corrupt)?),
+        };
+        let more = number(&head[3]).ok().flatten().ok_or_else(corrupt)? != 0;
         let mut records = Vec::with_capacity(rest.len() / 6);
         for fields in rest.chunks(6) {
             let [worker, holder, version, marker, expires, fence] = fields else {
@@ -350,22 +464,24 @@ impl Registry for RedisRegistry {
                 worker: field(worker, "worker id")?,
                 holder: text(holder).map_err(|()| corrupt())?,
                 version: field(version, "version")?,
-                marker_ms: field(marker, "marker")?,
-                expires_ms: field(expires, "expiry")?,
-                fence_ms: field(fence, "fence")?,
+                marker_unix_millis: field(marker, "marker")?,
+                expires_unix_millis: field(expires, "expiry")?,
+                fence_unix_millis: field(fence, "fence")?,
             });
         }
         Ok(Snapshot {
-            server_ms,
-            marker_ms,
+            server_unix_millis,
+            marker_unix_millis,
             records,
+            fresh,
+            more,
         })
     }
 
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         super::backend::check_namespace(namespace)?;
-        let (marker, _) = keys(namespace);
-        let reply = self.invoke(&self.mark.key(marker))?;
+        let (index, _) = keys(namespace);
+        let reply = self.invoke(&self.mark.key(&index))?;
         number(&reply)
             .ok()
             .flatten()
@@ -377,20 +493,21 @@ impl Registry for RedisRegistry {
         namespace: &str,
         worker: u64,
         expect: Expect,
-        write: &Write<'_>,
+        record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
         super::backend::check_namespace(namespace)?;
-        let (marker, prefix) = keys(namespace);
+        let (index, prefix) = keys(namespace);
         let version = expect.version.map_or(String::new(), |v| v.to_string());
-        let mut invocation = self.swap.key(marker);
+        let mut invocation = self.swap.key(&index);
         invocation
             .key(format!("{prefix}{worker}"))
-            .arg(expect.marker_ms)
+            .arg(expect.marker_unix_millis)
             .arg(version)
-            .arg(write.holder)
-            .arg(write.version)
-            .arg(write.ttl_ms)
-            .arg(write.fence_ms);
+            .arg(record.holder)
+            .arg(record.version)
+            .arg(record.ttl_millis)
+            .arg(record.fence_unix_millis)
+            .arg(worker);
         let reply = self.invoke(&invocation)?;
         match reply {
             Value::Nil => Ok(None),
@@ -409,8 +526,9 @@ mod tests {
 
     #[test]
     fn a_namespace_keeps_its_keys_on_one_cluster_slot() {
-        let (marker, prefix) = keys("orders");
-        assert_eq!(marker, "flakegen:{orders}:marker");
+        let (index, prefix) = keys("orders");
+        assert_eq!(index[0], "flakegen:{orders}:marker");
+        assert_eq!(index[4], "flakegen:{orders}:recorded");
         assert_eq!(prefix, "flakegen:{orders}:w:");
     }
 

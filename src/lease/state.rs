@@ -87,7 +87,7 @@ struct Status {
     /// The newest lease's claim; `None` until the first acquisition.
     claim: Option<Arc<Claim>>,
     /// Its predecessor's fence, in ms since 1970: its IDs start there.
-    starts_unix_ms: u64,
+    starts_unix_millis: u64,
     /// It was acquired again after a loss, not for the build.
     reacquired: bool,
 }
@@ -127,7 +127,7 @@ impl Shared {
                 renewed_at: Instant::now(),
                 last_error: None,
                 claim: None,
-                starts_unix_ms: 0,
+                starts_unix_millis: 0,
                 reacquired: false,
             }),
             control: Mutex::new(None),
@@ -161,20 +161,23 @@ impl Shared {
         let Some(claim) = status.claim.as_ref() else {
             unreachable!("a lease is handed to its generator once acquired")
         };
-        let fence_ms = claim.fence().unix_ms();
+        let fence_unix_millis = claim.fence().unix_millis();
         let (mut state, mut last_error) = (status.state, status.last_error.clone());
         if stopped {
             state = LeaseState::Released;
-        } else if state == LeaseState::Held && status.reacquired && now_ms < status.starts_unix_ms {
+        } else if state == LeaseState::Held
+            && status.reacquired
+            && now_ms < status.starts_unix_millis
+        {
             // The generator refuses until the new lease's IDs may start.
             state = LeaseState::Reacquiring;
             last_error = Some(format!(
                 "worker id {} leased again; its IDs start at unix ms {}, {} ms from now",
                 claim.worker(),
-                status.starts_unix_ms,
-                status.starts_unix_ms - now_ms
+                status.starts_unix_millis,
+                status.starts_unix_millis - now_ms
             ));
-        } else if state == LeaseState::Held && now_ms >= fence_ms {
+        } else if state == LeaseState::Held && now_ms >= fence_unix_millis {
             // The generator refuses at its fence: say so even before a renewal has failed.
             state = LeaseState::Renewing;
             last_error = Some(format!(
@@ -189,19 +192,19 @@ impl Shared {
         LeaseStatus {
             worker: claim.worker(),
             state,
-            starts: UNIX_EPOCH + Duration::from_millis(status.starts_unix_ms),
-            fence: UNIX_EPOCH + Duration::from_millis(fence_ms),
+            starts: UNIX_EPOCH + Duration::from_millis(status.starts_unix_millis),
+            fence: UNIX_EPOCH + Duration::from_millis(fence_unix_millis),
             time_left,
             last_error,
         }
     }
 
     /// On the lease's thread: a lease was acquired, renewed since
-    /// `renewed_at`; its IDs start at `starts_unix_ms`.
+    /// `renewed_at`; its IDs start at `starts_unix_millis`.
     pub(crate) fn hold(
         &self,
         claim: Arc<Claim>,
-        starts_unix_ms: u64,
+        starts_unix_millis: u64,
         renewed_at: Instant,
         reacquired: bool,
     ) {
@@ -210,7 +213,7 @@ impl Shared {
         status.renewed_at = renewed_at;
         status.last_error = None;
         status.claim = Some(claim);
-        status.starts_unix_ms = starts_unix_ms;
+        status.starts_unix_millis = starts_unix_millis;
         status.reacquired = reacquired;
     }
 

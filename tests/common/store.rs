@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::backend::{Expect, Record, Registry, Write};
+use flakegen::lease::backend::{Expect, NewRecord, Record, Registry};
 use flakegen::lease::{Lease, MemoryRegistry};
 use flakegen::{Builder, Clock, Layout, SystemClock};
 
@@ -114,11 +114,18 @@ impl Store {
     }
 
     /// Writes `worker`'s record as a holder would have left it: held by
-    /// `holder` for `ttl_ms` (free if 0), fenced at `fence_ms`.
-    pub fn put(&self, namespace: &str, worker: u64, holder: &str, ttl_ms: u64, fence_ms: u64) {
+    /// `holder` for `ttl_millis` (free if 0), fenced at `fence_unix_millis`.
+    pub fn put(
+        &self,
+        namespace: &str,
+        worker: u64,
+        holder: &str,
+        ttl_millis: u64,
+        fence_unix_millis: u64,
+    ) {
         let registry = self.registry();
-        let snapshot = registry.read(namespace, worker + 1).unwrap();
-        let marker_ms = match snapshot.marker_ms {
+        let snapshot = registry.read(namespace, worker + 1, Some(worker)).unwrap();
+        let marker_unix_millis = match snapshot.marker_unix_millis {
             Some(marker) => marker,
             None => registry.mark(namespace).unwrap(),
         };
@@ -127,13 +134,16 @@ impl Store {
             .iter()
             .find(|r| r.worker == worker)
             .map(|r| r.version);
-        let write = Write {
+        let write = NewRecord {
             holder,
             version: 1 + version.unwrap_or(0),
-            ttl_ms,
-            fence_ms,
+            ttl_millis,
+            fence_unix_millis,
         };
-        let expect = Expect { marker_ms, version };
+        let expect = Expect {
+            marker_unix_millis,
+            version,
+        };
         assert!(
             registry
                 .swap(namespace, worker, expect, &write)
@@ -150,7 +160,10 @@ impl Store {
 
     /// The record of `worker`, if any.
     pub fn record(&self, namespace: &str, worker: u64) -> Option<Record> {
-        let snapshot = self.registry().read(namespace, worker + 1).unwrap();
+        let snapshot = self
+            .registry()
+            .read(namespace, worker + 1, Some(worker))
+            .unwrap();
         snapshot.records.into_iter().find(|r| r.worker == worker)
     }
 
@@ -161,14 +174,14 @@ impl Store {
         for _ in 0..20 {
             let record = self.record(namespace, worker).unwrap();
             let expect = Expect {
-                marker_ms: record.marker_ms,
+                marker_unix_millis: record.marker_unix_millis,
                 version: Some(record.version),
             };
-            let write = Write {
+            let write = NewRecord {
                 holder: "thief",
                 version: record.version + 1,
-                ttl_ms: 60_000,
-                fence_ms: record.fence_ms,
+                ttl_millis: 60_000,
+                fence_unix_millis: record.fence_unix_millis,
             };
             if registry
                 .swap(namespace, worker, expect, &write)
