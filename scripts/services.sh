@@ -127,7 +127,8 @@ start_postgres() {
   say "starting postgres on 127.0.0.1:$pg_port"
   as_postgres "$bin/pg_ctl" start -D "$data" -w -t 30 -l "$dir/postgres.log" \
     -o "-p $pg_port -k $data -c listen_addresses=127.0.0.1 -c fsync=off -c ssl=on \
-        -c ssl_cert_file=$tls/server.crt -c ssl_key_file=$tls/server.key" >/dev/null ||
+        -c ssl_cert_file=$tls/server.crt -c ssl_key_file=$tls/server.key \
+        -c shared_preload_libraries=pg_stat_statements" >/dev/null ||
     { tail -20 "$dir/postgres.log" >&2; die "postgres did not start"; }
   if [ -n "${fresh:-}" ]; then
     PGPASSWORD=$password "$bin/psql" -q -h 127.0.0.1 -p "$pg_port" -U flakegen -d postgres \

@@ -919,3 +919,40 @@ fn a_healing_holder_and_a_new_build_race_for_one_id() {
         common::assert_strictly_increasing(&a_ids, store.name());
     }
 }
+
+/// A namespace an older flakegen wrote (records, no index) goes on
+/// working: its records are indexed on first use, a slice per read, and no
+/// live holder's id is handed out.
+#[test]
+fn a_namespace_an_older_flakegen_wrote_is_indexed_on_first_use() {
+    let _serial = serial();
+    const WIDE: Layout = Layout::builder().worker_bits(8).build_const();
+    for store in Store::all() {
+        let ns = namespace("upgrade");
+        // 100 records: every third held by a live holder, the others free.
+        for worker in 0..100 {
+            if worker % 3 == 0 {
+                store.put(&ns, worker, "older", 60_000, now_ms() + 60_000);
+            } else {
+                store.put(&ns, worker, "", 0, 0);
+            }
+        }
+        store.forget_index(&ns);
+        let generators: Vec<_> = (0..3)
+            .map(|_| store.leased(WIDE, &ns).build_atomic().unwrap())
+            .collect();
+        let mut workers = vec![];
+        for g in &generators {
+            assert!(
+                g.worker() % 3 != 0,
+                "{}: took a live holder's id {}",
+                store.name(),
+                g.worker()
+            );
+            g.next_id().unwrap();
+            workers.push(g.worker());
+        }
+        // The free ids whose fences passed long ago come first, lowest first.
+        assert_eq!(workers, [1, 2, 4], "{}", store.name());
+    }
+}

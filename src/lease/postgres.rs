@@ -38,12 +38,20 @@ use super::tls::{self, Verify};
 /// those, delete the marker row (`DELETE FROM flakegen_leases WHERE worker = -1`)
 /// before a generator starts.
 ///
-/// For teams that run migrations themselves, the table is [`Self::DDL`],
-/// followed once by [`Self::NEW_TABLE_MARKER`]:
+/// A read finds what an acquisition chooses from through two partial
+/// indexes (the free records by fence, the held ones by expiry) and a
+/// cursor row per namespace (`worker` -2), from which it looks for the
+/// lowest id with no record a slice of 256 ids at a time: its cost does not
+/// grow with the id space or with the records kept. An older flakegen's
+/// table gets the indexes on first use (the role then needs the right to
+/// create them, once).
+///
+/// For teams that run migrations themselves, the table and its indexes are
+/// [`Self::DDL`], followed once by [`Self::NEW_TABLE_MARKER`]:
 ///
 /// ```sql
 #[doc = include_str!("postgres.sql")]
-/// INSERT INTO flakegen_leases (namespace, worker, fence_unix_millis) VALUES ('', -1, 0)
+/// INSERT INTO flakegen_leases (namespace, worker, fence_ms) VALUES ('', -1, 0)
 ///     ON CONFLICT DO NOTHING;
 /// ```
 ///
@@ -69,39 +77,44 @@ const NOW_MS: &str = "floor(extract(epoch from clock_timestamp()) * 1000)::bigin
 /// The server's clock in ms, rounded up: a marker is never earlier than the loss.
 const CEIL_NOW_MS: &str = "ceil(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
-/// How many ids a read steps over, at most, looking for the fresh one. The
+/// How many ids a read looks through, at most, for the fresh one. The
 /// namespace's cursor row (`worker` -2: `fence_ms` the cursor, `marker_ms`
-/// the marker it counts under) keeps how far earlier reads got, so each id
-/// is stepped over once per marker; an older flakegen's records, which
-/// moved no cursor, are stepped over a slice per read (`Snapshot::more`).
+/// the marker it counts under) keeps how far earlier reads got: every id
+/// below it has a record under that marker, so each id is looked at once
+/// per marker. One slice is a range scan of the primary key and a set
+/// difference, a fraction of a millisecond; an older flakegen's records,
+/// which moved no cursor, are passed a slice per read (`Snapshot::more`).
 const FRESH_SLICE: i64 = 256;
 
 /// The server's clock, the marker, and the fresh id: the lowest id at or
-/// past the namespace's cursor with no record under the marker; the cursor
-/// moves there. `$1` namespace, `$2` workers.
+/// past the namespace's cursor, within a slice, with no record under the
+/// marker; the cursor moves there (or past the slice). `$1` namespace, `$2`
+/// workers.
 static FRESH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "WITH RECURSIVE \
-           m AS (SELECT (SELECT fence_ms FROM flakegen_leases \
-                         WHERE namespace = '' AND worker = -1) AS marker), \
-           c AS (SELECT coalesce((SELECT l.fence_ms FROM flakegen_leases l, m \
-                 WHERE l.namespace = $1 AND l.worker = -2 AND l.marker_ms = m.marker), 0) AS start), \
-           step(w) AS (SELECT start FROM c \
-             UNION ALL SELECT step.w + 1 FROM step, c, m \
-             WHERE step.w < $2 AND step.w < c.start + {FRESH_SLICE} AND EXISTS ( \
-               SELECT 1 FROM flakegen_leases l \
-               WHERE l.namespace = $1 AND l.worker = step.w AND l.marker_ms = m.marker)), \
-           fresh AS (SELECT max(w) AS w FROM step), \
+        "WITH m AS (SELECT (SELECT fence_ms FROM flakegen_leases \
+                            WHERE namespace = '' AND worker = -1) AS marker), \
+           slice AS (SELECT c.start, least(c.start + {FRESH_SLICE}, $2) AS stop FROM \
+             (SELECT coalesce((SELECT l.fence_ms FROM flakegen_leases l, m \
+               WHERE l.namespace = $1 AND l.worker = -2 AND l.marker_ms = m.marker), 0) \
+               AS start) c), \
+           gap AS (SELECT min(w) AS w FROM ( \
+               SELECT g AS w FROM slice, generate_series(slice.start, slice.stop - 1) g \
+               EXCEPT \
+               SELECT l.worker FROM flakegen_leases l, slice, m \
+               WHERE l.namespace = $1 AND l.worker >= slice.start AND l.worker < slice.stop \
+                 AND l.marker_ms = m.marker) unrecorded), \
+           fresh AS (SELECT coalesce(gap.w, slice.stop) AS w FROM gap, slice), \
            moved AS (INSERT INTO flakegen_leases (namespace, worker, marker_ms, fence_ms) \
-             SELECT $1, -2, m.marker, fresh.w FROM m, fresh, c \
-             WHERE m.marker IS NOT NULL AND fresh.w > c.start \
+             SELECT $1, -2, m.marker, fresh.w FROM m, fresh, slice \
+             WHERE m.marker IS NOT NULL AND fresh.w > slice.start \
              ON CONFLICT (namespace, worker) DO UPDATE \
              SET fence_ms = excluded.fence_ms, marker_ms = excluded.marker_ms \
              WHERE flakegen_leases.marker_ms <> excluded.marker_ms \
                 OR flakegen_leases.fence_ms < excluded.fence_ms) \
          SELECT {NOW_MS} AS now_ms, m.marker AS marker_ms, fresh.w AS fresh, \
-                fresh.w >= c.start + {FRESH_SLICE} AS more \
-         FROM m, fresh, c"
+                gap.w IS NULL AND slice.stop < $2 AS more \
+         FROM m, fresh, gap, slice"
     )
 });
 

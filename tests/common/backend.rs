@@ -135,6 +135,52 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// Takes away the index a registry keeps beside its records, as a
+    /// namespace written by an older flakegen has none: the PostgreSQL
+    /// table's partial indexes and the namespace's cursor row; the Redis
+    /// namespace's index keys.
+    pub fn forget_index(self, namespace: &str) {
+        match self {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => {
+                let mut client = postgres::Client::connect(&self.url(), postgres::NoTls).unwrap();
+                client
+                    .batch_execute(
+                        "DROP INDEX IF EXISTS flakegen_leases_free, flakegen_leases_held; \
+                         DELETE FROM flakegen_leases WHERE worker = -2",
+                    )
+                    .unwrap();
+            }
+            #[cfg(feature = "redis")]
+            Backend::Redis => {
+                let url = self.url();
+                let (password, address) =
+                    url.trim_start_matches("redis://:").split_once('@').unwrap();
+                let (host, port) = address.split('/').next().unwrap().split_once(':').unwrap();
+                let keys = ["era", "free", "held", "recorded"]
+                    .map(|k| format!("flakegen:{{{namespace}}}:{k}"));
+                let status = Command::new("redis-cli")
+                    .args([
+                        "-h",
+                        host,
+                        "-p",
+                        port,
+                        "-a",
+                        password,
+                        "--no-auth-warning",
+                        "DEL",
+                    ])
+                    .args(keys)
+                    .stdout(Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(status.success(), "redis-cli DEL failed");
+            }
+        }
+    }
+}
+
 /// Sends `signal` to every process in `pids`.
 pub fn signal_all(pids: &[String], signal: &str) {
     // A backend that exited meanwhile has nothing to signal.

@@ -66,6 +66,16 @@ impl Store {
         }
     }
 
+    /// The registry loses the index it keeps beside its records (a
+    /// namespace an older flakegen wrote); a memory registry keeps none.
+    pub fn forget_index(&self, namespace: &str) {
+        match self {
+            Store::Memory(_) => {}
+            #[cfg(any(feature = "postgres", feature = "redis"))]
+            Store::Server(backend) => backend.forget_index(namespace),
+        }
+    }
+
     /// The registry stops answering until the guard is dropped.
     pub fn freeze(&self) -> impl Drop + '_ {
         struct Thaw<'a>(&'a Store, #[allow(dead_code)] Vec<String>);

@@ -1,0 +1,289 @@
+//! Leases at fleet scale: what building a leased generator costs, and the
+//! longest call it makes on the registry's server, by the width of the
+//! worker field (4, 10, 13 and 16 bits) and the number of ids already held
+//! (1, 100 and 1,000), on every backend whose feature is on.
+//!
+//! ```text
+//! eval "$(scripts/services.sh start)"
+//! cargo bench --all-features --bench lease_scale
+//! FLAKEGEN_BENCH_QUICK=1 cargo bench --all-features --bench lease_scale   # a smoke run
+//! ```
+//!
+//! Each case leases its holders straight through the registry (records
+//! held for ten minutes), then builds a generator in that namespace and
+//! gives its id back, again and again; the build time is the median (and
+//! p90) of those builds, as a service starting up pays it. The longest
+//! server-side call is the server's own measure, over those builds: Redis'
+//! `SLOWLOG`, PostgreSQL's `pg_stat_statements`, MariaDB's slow query log
+//! (each switched on by this benchmark, through the servers' command-line
+//! clients). It needs the servers of `scripts/services.sh`, which starts
+//! PostgreSQL with `pg_stat_statements` loaded.
+
+#![allow(missing_docs)] // a binary's items
+
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use flakegen::lease::backend::{Expect, NewRecord, Registry};
+use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease};
+use flakegen::{Builder, IdGenerator, Layout};
+
+const WORKER_BITS: [u32; 4] = [4, 10, 13, 16];
+const HOLDERS: [u64; 3] = [1, 100, 1_000];
+
+/// A backend under measurement: its URL, and how to read its server's
+/// longest call.
+struct Server {
+    name: &'static str,
+    url: String,
+    stats: Box<dyn Fn(Stat) -> Result<f64, String>>,
+}
+
+/// What to ask of a server's statistics.
+#[derive(Clone, Copy)]
+enum Stat {
+    /// Start counting afresh.
+    Reset,
+    /// The longest call since, in ms.
+    Longest,
+}
+
+fn env(var: &str) -> Result<String, String> {
+    std::env::var(var).map_err(|_| {
+        format!("{var} is not set: start the servers with `eval \"$(scripts/services.sh start)\"`")
+    })
+}
+
+/// Runs a command-line client; its standard output.
+fn run(program: &str, args: &[&str], envs: &[(&str, &str)]) -> Result<String, String> {
+    let output = Command::new(program)
+        .args(args)
+        .envs(envs.iter().copied())
+        .output()
+        .map_err(|e| format!("{program}: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{program} {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `user:password@host:port` of a URL, split.
+fn parts(url: &str) -> (String, String, String, String) {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let (credentials, address) = rest.split_once('@').unwrap_or(("", rest));
+    let (user, password) = credentials.split_once(':').unwrap_or((credentials, ""));
+    let address = address.split(['/', '?']).next().unwrap_or("");
+    let (host, port) = address.split_once(':').unwrap_or((address, ""));
+    (user.into(), password.into(), host.into(), port.into())
+}
+
+fn servers() -> Result<Vec<Server>, String> {
+    #[allow(unused_mut)]
+    let mut servers: Vec<Server> = vec![];
+    #[cfg(feature = "postgres")]
+    {
+        let url = env("FLAKEGEN_TEST_POSTGRES_URL")?;
+        let (user, password, host, port) = parts(&url);
+        let psql = move |sql: &str| {
+            run(
+                "psql",
+                &[
+                    "-h", &host, "-p", &port, "-U", &user, "-d", "postgres", "-Atqc", sql,
+                ],
+                &[("PGPASSWORD", &password)],
+            )
+        };
+        psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements").map_err(|e| {
+            format!(
+                "{e}: start PostgreSQL with scripts/services.sh, which loads pg_stat_statements"
+            )
+        })?;
+        servers.push(Server {
+            name: "PostgreSQL",
+            url,
+            stats: Box::new(move |stat| match stat {
+                Stat::Reset => psql("SELECT pg_stat_statements_reset()").map(|_| 0.0),
+                Stat::Longest => psql(
+                    "SELECT coalesce(max(max_exec_time), 0) FROM pg_stat_statements \
+                     WHERE query LIKE '%flakegen_leases%'",
+                )?
+                .trim()
+                .parse()
+                .map_err(|e| format!("pg_stat_statements: {e}")),
+            }),
+        });
+    }
+    #[cfg(feature = "redis")]
+    {
+        let url = env("FLAKEGEN_TEST_REDIS_URL")?;
+        let (_, password, host, port) = parts(&url);
+        let cli = move |args: &[&str]| {
+            let mut all = vec![
+                "-h",
+                &host,
+                "-p",
+                &port,
+                "-a",
+                &password,
+                "--no-auth-warning",
+            ];
+            all.extend_from_slice(args);
+            run("redis-cli", &all, &[])
+        };
+        servers.push(Server {
+            name: "Redis",
+            url,
+            stats: Box::new(move |stat| match stat {
+                Stat::Reset => {
+                    cli(&["CONFIG", "SET", "slowlog-log-slower-than", "0"])?;
+                    cli(&["CONFIG", "SET", "slowlog-max-len", "100000"])?;
+                    cli(&["SLOWLOG", "RESET"]).map(|_| 0.0)
+                }
+                Stat::Longest => {
+                    let entries: serde_json::Value =
+                        serde_json::from_str(&cli(&["--json", "SLOWLOG", "GET", "-1"])?)
+                            .map_err(|e| format!("SLOWLOG: {e}"))?;
+                    // [id, time, µs, [command, args...], client, name]
+                    let longest = entries
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|e| e[3][0].as_str().is_some_and(|c| c.starts_with("EVAL")))
+                        .filter_map(|e| e[2].as_f64())
+                        .fold(0.0, f64::max);
+                    Ok(longest / 1_000.0)
+                }
+            }),
+        });
+    }
+    if servers.is_empty() {
+        return Err("no lease backend: build with --features postgres,redis".into());
+    }
+    Ok(servers)
+}
+
+/// Leases ids `0..holders` of `namespace` to holders of their own, for ten
+/// minutes, through the registry.
+fn hold(registry: &dyn Registry, namespace: &str, holders: u64) -> Result<(), String> {
+    let marker = registry.mark(namespace).map_err(|e| e.to_string())?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    for worker in 0..holders {
+        let holder = format!("bench-holder-{worker}");
+        let record = NewRecord {
+            holder: &holder,
+            version: worker + 1,
+            ttl_millis: 600_000,
+            fence_unix_millis: now + 600_000,
+        };
+        let expect = Expect {
+            marker_unix_millis: marker,
+            version: None,
+        };
+        registry
+            .swap(namespace, worker, expect, &record)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("id {worker} of {namespace} was taken"))?;
+    }
+    Ok(())
+}
+
+/// One case: the builds' median and p90, and the longest server call (ms).
+fn case(
+    server: &Server,
+    bits: u32,
+    holders: u64,
+    builds: usize,
+) -> Result<(f64, f64, f64), String> {
+    // Twitter's 41 bits of ms; the sequence gives way to a wider worker field.
+    let layout = Layout::builder()
+        .worker_bits(bits)
+        .sequence_bits(22 - bits)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let registry: Arc<dyn Registry> = lease::connect(&server.url).map_err(|e| e.to_string())?;
+    let namespace = format!(
+        "scale-{bits}-{holders}-{}",
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    hold(&*registry, &namespace, holders)?;
+    // Ids that lost their record in a loss (a TRUNCATE, a restart: the
+    // tests make them) wait out the loss rule; a fleet's builds do not.
+    let marker = registry.mark(&namespace).map_err(|e| e.to_string())?;
+    let rule = Duration::from_millis(marker) + lease::DEFAULT_TTL + lease::DEFAULT_SKEW;
+    if let Ok(ahead) = (UNIX_EPOCH + rule).duration_since(SystemTime::now()) {
+        std::thread::sleep(ahead);
+    }
+    (server.stats)(Stat::Reset)?;
+    let mut times = Vec::with_capacity(builds);
+    for _ in 0..builds {
+        let started = Instant::now();
+        let generator = Builder::new()
+            .layout(layout)
+            .lease(Lease::new(Arc::clone(&registry), namespace.clone()))
+            .build_atomic()
+            .map_err(|e| e.to_string())?;
+        times.push(started.elapsed().as_secs_f64() * 1_000.0);
+        generator.next_id().map_err(|e| e.to_string())?;
+        generator
+            .shutdown()
+            .wait(DEFAULT_TIMEOUT)
+            .map_err(|e| e.to_string())?;
+    }
+    let longest = (server.stats)(Stat::Longest)?;
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    Ok((at(0.5), at(0.9), longest))
+}
+
+fn main() -> ExitCode {
+    // `cargo bench` passes `--bench`; a filter, if any, is ignored.
+    let quick = std::env::var_os("FLAKEGEN_BENCH_QUICK").is_some();
+    let builds = if quick { 5 } else { 40 };
+    let servers = match servers() {
+        Ok(servers) => servers,
+        Err(e) => {
+            eprintln!("lease_scale: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "lease_scale: {builds} builds per case; build time median (p90), and the longest call on the server"
+    );
+    for server in &servers {
+        println!("\n{}\n", server.name);
+        println!("| worker bits (ids) | holders | build, ms | longest server call, ms |");
+        println!("|---|---|---|---|");
+        for bits in WORKER_BITS {
+            for holders in HOLDERS {
+                let ids = 1u64 << bits;
+                if holders >= ids {
+                    println!("| {bits} ({ids}) | {holders} | – (more holders than ids) | – |");
+                    continue;
+                }
+                match case(server, bits, holders, builds) {
+                    Ok((median, p90, longest)) => println!(
+                        "| {bits} ({ids}) | {holders} | {median:.2} ({p90:.2}) | {longest:.3} |"
+                    ),
+                    Err(e) => {
+                        eprintln!(
+                            "lease_scale: {} at {bits} bits, {holders} holders: {e}",
+                            server.name
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
