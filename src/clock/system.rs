@@ -30,6 +30,29 @@ impl Clock for SystemClock {
     }
 }
 
+/// Declares one of the Linux-only clocks: a unit struct that reads `$read`
+/// of the `os` module, and says whether this platform has it.
+macro_rules! os_clock {
+    ($(#[$doc:meta])* $name:ident, $read:ident, $native:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $name;
+
+        impl $name {
+            #[doc = $native]
+            pub const IS_NATIVE: bool = os::NATIVE;
+        }
+
+        impl Clock for $name {
+            #[inline]
+            fn unix_nanos(&self) -> u64 {
+                os::$read()
+            }
+        }
+    };
+}
+
+os_clock! {
 /// `CLOCK_REALTIME_COARSE` on Linux: the cheapest clock read there is, but only
 /// as fine as the kernel tick (1–10 ms; 4 ms on a common `HZ=250` kernel).
 ///
@@ -48,22 +71,12 @@ impl Clock for SystemClock {
 /// let coarse = CoarseClock.unix_nanos();
 /// assert!(coarse.abs_diff(SystemClock.unix_nanos()) < 1_000_000_000);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CoarseClock;
-
-impl CoarseClock {
-    /// Whether this platform has a separate coarse clock (Linux); if not, it is
-    /// [`SystemClock`].
-    pub const IS_NATIVE: bool = os::NATIVE;
+    CoarseClock,
+    coarse_realtime_nanos,
+    "Whether this platform has a separate coarse clock (Linux); if not, it is [`SystemClock`]."
 }
 
-impl Clock for CoarseClock {
-    #[inline]
-    fn unix_nanos(&self) -> u64 {
-        os::coarse_realtime_nanos()
-    }
-}
-
+os_clock! {
 /// `CLOCK_REALTIME` read with a real system call on Linux, never the vDSO.
 ///
 /// Each read enters the kernel. That is the point: it reproduces on any Linux
@@ -80,18 +93,7 @@ impl Clock for CoarseClock {
 ///
 /// assert!(SyscallClock.unix_nanos().abs_diff(SystemClock.unix_nanos()) < 1_000_000_000);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct SyscallClock;
-
-impl SyscallClock {
-    /// Whether this platform reads the clock with a real system call (Linux);
-    /// if not, it is [`SystemClock`].
-    pub const IS_NATIVE: bool = os::NATIVE;
-}
-
-impl Clock for SyscallClock {
-    #[inline]
-    fn unix_nanos(&self) -> u64 {
-        os::syscall_realtime_nanos()
-    }
+    SyscallClock,
+    syscall_realtime_nanos,
+    "Whether this platform reads the clock with a real system call (Linux); if not, it is [`SystemClock`]."
 }

@@ -4,7 +4,7 @@ use crossbeam_utils::CachePadded;
 
 use super::error::BuildError;
 use super::front::{Core, Generator, Raw, Reserved, Start};
-use super::state::{Refusal, TickCounter};
+use super::state::{Refusal, TickCounter, tick_counter_methods};
 use crate::clock::{Clock, SystemClock};
 use crate::lease::Claim;
 
@@ -76,29 +76,14 @@ impl<C: Clock> Raw<C> for Atomic {
         claim: &Claim,
         count: u64,
     ) -> Result<u64, (Refusal, u64)> {
-        let now_nanos = core.clock.unix_nanos();
-        let now = core.layout().units_since_epoch(now_nanos);
+        let (now_nanos, now) = core.read_clock();
         // A compare-and-swap loop, so a refusal consumes nothing.
         self.ticks
             .try_take(&core.rules, count, now, claim.cap())
             .map_err(|refusal| (refusal, now_nanos))
     }
 
-    fn give_back(&self, first: u64, end: u64) {
-        self.ticks.give_back(first, end);
-    }
-
-    fn advance(&self, core: &Core<C>, last: u64) {
-        self.ticks.advance(&core.rules, last);
-    }
-
-    fn seal(&self, tick: u64) -> u64 {
-        self.ticks.seal(tick)
-    }
-
-    fn last_issued(&self) -> u64 {
-        self.ticks.last_issued()
-    }
+    tick_counter_methods!(ticks);
 }
 
 impl Atomic {

@@ -72,6 +72,21 @@ enum Wait {
     GiveBack,
 }
 
+/// Ticks reserved and not yet issuable: `count` of them from `first`,
+/// reserved when the clock read unit `now`; the front settles them.
+#[derive(Clone, Copy)]
+struct Unsettled {
+    first: u64,
+    count: u64,
+    now: u64,
+}
+
+impl Unsettled {
+    fn end(self) -> u64 {
+        self.first + (self.count - 1)
+    }
+}
+
 /// Ticks a raw strategy has set aside for a blocking call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reserved {
@@ -247,6 +262,12 @@ impl<C: Clock> Core<C> {
         self.layout().units_since_epoch(self.clock.unix_nanos())
     }
 
+    /// The clock's reading now, and its unit.
+    pub(crate) fn read_clock(&self) -> (u64, u64) {
+        let now_nanos = self.clock.unix_nanos();
+        (now_nanos, self.layout().units_since_epoch(now_nanos))
+    }
+
     /// Writes the IDs of ticks `first, first + 1, ...` under `claim` into `ids`.
     #[inline]
     fn fill(&self, claim: &Claim, first: u64, ids: &mut [Snowflake]) {
@@ -336,7 +357,9 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     ) -> Result<(u64, &'a Claim), IssueError> {
         match self.raw.reserve(&self.core, claim, count) {
             Ok(Reserved::Ready(first)) => Ok((first, claim)),
-            Ok(Reserved::Pending { first, now }) => self.settle(claim, first, count, now, wait),
+            Ok(Reserved::Pending { first, now }) => {
+                self.settle(claim, Unsettled { first, count, now }, wait)
+            }
             Err(_) => Err(self.core.exhausted()),
         }
     }
@@ -349,31 +372,24 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     fn settle<'a>(
         &'a self,
         claim: &'a Claim,
-        first: u64,
-        count: u64,
-        now: u64,
+        ticks: Unsettled,
         wait: Wait,
     ) -> Result<(u64, &'a Claim), IssueError> {
-        let end = first + (count - 1);
-        match self.core.rules.verdict(end, now, claim.cap()) {
+        match self.core.rules.verdict(ticks.end(), ticks.now, claim.cap()) {
             // The clock moved on between the raw strategy's reads.
-            Ok(()) => Ok((first, claim)),
-            Err(Refusal::Fenced) => self.settle_at_fence(claim, first, count, now, wait),
+            Ok(()) => Ok((ticks.first, claim)),
+            Err(Refusal::Fenced) => self.settle_at_fence(claim, ticks, wait),
             // The ticks stay reserved and are never issued: a gap, never a repeat.
             Err(Refusal::Exhausted) => Err(self.core.exhausted()),
             Err(Refusal::WaitUntil(unit)) => {
-                let now_nanos = self.core.clock.unix_nanos();
-                // Past this point a wait only blocks if the clock is short of the unit.
-                if wait == Wait::GiveBack && !self.core.reached(unit, now_nanos) {
-                    return Err(self.give_back(claim, first, end, unit, now_nanos));
-                }
+                let now_nanos = self.clock_or_give_back(wait, claim, ticks, unit)?;
                 self.core.wait_for(unit, now_nanos)?;
                 // The ticks are ours; hand them out once the clock allows, or
                 // skip them if it does not within max_wait (a gap, never a repeat).
                 self.raw
                     .wait_until(&self.core, unit, now_nanos, self.core.give_up())
                     .map_err(|behind_nanos| IssueError::ClockBehind { behind_nanos })?;
-                Ok((first, claim))
+                Ok((ticks.first, claim))
             }
         }
     }
@@ -387,17 +403,12 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     fn settle_at_fence<'a>(
         &'a self,
         claim: &'a Claim,
-        first: u64,
-        count: u64,
-        now: u64,
+        ticks: Unsettled,
         wait: Wait,
     ) -> Result<(u64, &'a Claim), IssueError> {
-        let end = first + (count - 1);
-        if let Err(Refusal::WaitUntil(unit)) = self.core.rules.verdict(end, now, u64::MAX) {
-            let now_nanos = self.core.clock.unix_nanos();
-            if wait == Wait::GiveBack && !self.core.reached(unit, now_nanos) {
-                return Err(self.give_back(claim, first, end, unit, now_nanos));
-            }
+        let end = ticks.end();
+        if let Err(Refusal::WaitUntil(unit)) = self.core.rules.verdict(end, ticks.now, u64::MAX) {
+            let now_nanos = self.clock_or_give_back(wait, claim, ticks, unit)?;
             let give_up = self.core.give_up();
             if self.core.wait_for(unit, now_nanos).is_ok()
                 && self
@@ -406,29 +417,34 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
                     .is_ok()
                 && end < claim.cap()
             {
-                return Ok((first, claim));
+                return Ok((ticks.first, claim));
             }
         }
-        self.raw.give_back(first, end);
+        self.raw.give_back(ticks.first, end);
         let next = self.next_claim(claim, false)?;
-        self.issue_under(next, count, wait)
+        self.issue_under(next, ticks.count, wait)
     }
 
-    /// Gives back ticks `first..=end` that may not be issued before `unit`,
-    /// and says how long that is from clock reading `now_nanos` (or that it
-    /// is further than `max_wait`).
+    /// The clock's reading, for `ticks` that may not be issued before
+    /// `unit`; or, for a call that gives back rather than waits, when the
+    /// clock is short of the unit, the ticks given back and how long to
+    /// wait. (Past the unit's start a wait returns at once, so it is made.)
     #[cold]
-    fn give_back(
+    fn clock_or_give_back(
         &self,
+        wait: Wait,
         claim: &Claim,
-        first: u64,
-        end: u64,
+        ticks: Unsettled,
         unit: u64,
-        now_nanos: u64,
-    ) -> IssueError {
-        self.raw.give_back(first, end);
-        self.core
-            .refusal_error(Refusal::WaitUntil(unit), claim, now_nanos)
+    ) -> Result<u64, IssueError> {
+        let now_nanos = self.core.clock.unix_nanos();
+        if wait == Wait::GiveBack && !self.core.reached(unit, now_nanos) {
+            self.raw.give_back(ticks.first, ticks.end());
+            return Err(self
+                .core
+                .refusal_error(Refusal::WaitUntil(unit), claim, now_nanos));
+        }
+        Ok(now_nanos)
     }
 
     /// The claim to go on under once `claim`'s fence refused: one installed

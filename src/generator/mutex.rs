@@ -69,8 +69,7 @@ impl<C: Clock> Raw<C> for Locked {
         claim: &Claim,
         count: u64,
     ) -> Result<u64, (Refusal, u64)> {
-        let now_nanos = core.clock.unix_nanos();
-        let now = core.layout().units_since_epoch(now_nanos);
+        let (now_nanos, now) = core.read_clock();
         let mut last = self.last_tick.lock();
         let refused = |refusal| (refusal, now_nanos);
         let (first, end) = core

@@ -198,6 +198,29 @@ impl TickRules {
     }
 }
 
+/// The [`Raw`](super::front::Raw) methods of a strategy whose state is a
+/// [`TickCounter`] in the field `$ticks`: each is the counter's own.
+macro_rules! tick_counter_methods {
+    ($ticks:ident) => {
+        fn give_back(&self, first: u64, end: u64) {
+            self.$ticks.give_back(first, end);
+        }
+
+        fn advance(&self, core: &Core<C>, last: u64) {
+            self.$ticks.advance(&core.rules, last);
+        }
+
+        fn seal(&self, tick: u64) -> u64 {
+            self.$ticks.seal(tick)
+        }
+
+        fn last_issued(&self) -> u64 {
+            self.$ticks.last_issued()
+        }
+    };
+}
+pub(crate) use tick_counter_methods;
+
 /// [`TickRules`] on an atomic: the lock-free strategies' state.
 ///
 /// The counter holds the last tick handed out. Ticks are taken with

@@ -8,7 +8,7 @@ use crossbeam_utils::CachePadded;
 
 use super::error::BuildError;
 use super::front::{Core, Generator, Raw, Reserved, Start};
-use super::state::{Refusal, TickCounter, TickRules};
+use super::state::{Refusal, TickCounter, TickRules, tick_counter_methods};
 use super::wait;
 use crate::clock::{self, Clock, SystemClock};
 use crate::lease::Claim;
@@ -225,21 +225,7 @@ impl<C: Clock> Raw<C> for Ticker {
         }
     }
 
-    fn give_back(&self, first: u64, end: u64) {
-        self.ticks.give_back(first, end);
-    }
-
-    fn advance(&self, core: &Core<C>, last: u64) {
-        self.ticks.advance(&core.rules, last);
-    }
-
-    fn seal(&self, tick: u64) -> u64 {
-        self.ticks.seal(tick)
-    }
-
-    fn last_issued(&self) -> u64 {
-        self.ticks.last_issued()
-    }
+    tick_counter_methods!(ticks);
 }
 
 /// By default the ticker runs its thread, which reads its own clone of the clock.

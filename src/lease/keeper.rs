@@ -21,9 +21,10 @@ use super::state::{ClaimId, LeaseState, Shared, Stop};
 use crate::clock::units::millis;
 
 /// One lease event at `level` (a constant), with the fields every lease
-/// event carries, and the error if there is one.
+/// event carries, the error if there is one, and any fields of its own.
 macro_rules! event {
-    ($level:expr, $shared:expr, $worker:expr, $fence_unix_millis:expr, $error:expr, $message:expr) => {
+    ($level:expr, $shared:expr, $worker:expr, $fence_unix_millis:expr, $error:expr, $message:expr
+     $(, $field:ident = $value:expr)* $(,)?) => {
         match $error {
             None => tracing::event!(
                 target: "flakegen::lease",
@@ -31,6 +32,7 @@ macro_rules! event {
                 namespace = %$shared.namespace,
                 worker = $worker,
                 fence_unix_millis = $fence_unix_millis,
+                $($field = $value,)*
                 "{}",
                 $message
             ),
@@ -40,6 +42,7 @@ macro_rules! event {
                 namespace = %$shared.namespace,
                 worker = $worker,
                 fence_unix_millis = $fence_unix_millis,
+                $($field = $value,)*
                 error = %error,
                 "{}",
                 $message
@@ -98,21 +101,7 @@ pub(crate) fn run(keeping: Keeping, shared: &Shared) {
         let _acquired = Done(&shared.acquired);
         match keeping.acquire(shared, None) {
             Ok(held) => {
-                shared.hold(
-                    Arc::clone(&held.claim),
-                    held.previous_fence_unix_millis,
-                    held.renewed_at,
-                    false,
-                );
-                tracing::event!(
-                    target: "flakegen::lease",
-                    Level::INFO,
-                    namespace = %shared.namespace,
-                    worker = held.holding.worker,
-                    fence_unix_millis = held.holding.fence_unix_millis,
-                    starts_unix_millis = held.previous_fence_unix_millis,
-                    "lease acquired"
-                );
+                announce(shared, &held, None);
                 // A build that went away (a cancelled future) has asked for
                 // the release already: `keep` makes it.
                 shared.acquired.fill(Ok(()));
@@ -242,20 +231,20 @@ impl Keeping {
                 (Phase::Holding(held), asked_at + self.renew_every)
             }
             Err(Unconfirmed::Lost(e)) => {
-                let fence_unix_millis = held.claim.fence().unix_millis();
-                let starts_ms = held.previous_fence_unix_millis;
+                let fence = held.claim.fence().unix_millis();
+                let starts = held.previous_fence_unix_millis;
                 let old = held.claim;
                 if self.reacquire {
-                    tracing::event!(
-                        target: "flakegen::lease",
+                    let message = "lease lost: the generator issues up to its fence, and leases \
+                                   a worker id again meanwhile";
+                    event!(
                         Level::WARN,
-                        namespace = %shared.namespace,
+                        shared,
                         worker,
-                        fence_unix_millis = fence_unix_millis,
-                        starts_unix_millis = starts_ms,
-                        error = %e,
-                        "lease lost: the generator issues up to its fence, and leases a worker \
-                         id again meanwhile"
+                        fence,
+                        Some(&e),
+                        message,
+                        starts_unix_millis = starts
                     );
                     let why = format!("lost ({e}); leasing a worker id again");
                     shared.set(LeaseState::Reacquiring, Some(why), None);
@@ -264,16 +253,16 @@ impl Keeping {
                     // At once: every moment counts towards the new lease's start.
                     (Phase::Reacquiring { old }, Instant::now())
                 } else {
-                    tracing::event!(
-                        target: "flakegen::lease",
+                    let message = "lease lost: the generator issues up to its fence, then refuses; \
+                                   build a new generator to lease a worker id again";
+                    event!(
                         Level::ERROR,
-                        namespace = %shared.namespace,
+                        shared,
                         worker,
-                        fence_unix_millis = fence_unix_millis,
-                        starts_unix_millis = starts_ms,
-                        error = %e,
-                        "lease lost: the generator issues up to its fence, then refuses; build \
-                         a new generator to lease a worker id again"
+                        fence,
+                        Some(&e),
+                        message,
+                        starts_unix_millis = starts
                     );
                     shared.set(LeaseState::Lost, Some(e.to_string()), None);
                     fence_reached(shared, &old, said);
@@ -311,23 +300,7 @@ impl Keeping {
     ) -> (Phase, Instant) {
         match self.acquire(shared, Some(old.worker())) {
             Ok(held) => {
-                let worker = held.holding.worker;
-                shared.hold(
-                    Arc::clone(&held.claim),
-                    held.previous_fence_unix_millis,
-                    held.renewed_at,
-                    true,
-                );
-                tracing::event!(
-                    target: "flakegen::lease",
-                    Level::INFO,
-                    namespace = %shared.namespace,
-                    worker,
-                    previous_worker = old.worker(),
-                    fence_unix_millis = held.holding.fence_unix_millis,
-                    starts_unix_millis = held.previous_fence_unix_millis,
-                    "lease reacquired: the generator issues again from its start"
-                );
+                announce(shared, &held, Some(old.worker()));
                 *said = Said::default();
                 let next = held.renewed_at + self.renew_every;
                 (Phase::Holding(held), next)
@@ -367,33 +340,28 @@ impl Keeping {
         let worker = held.holding.worker;
         let fence_unix_millis = to_ms.min(held.holding.fence_unix_millis);
         let terms = self.terms(shared);
-        match held.holding.release(&*self.registry, &terms, to_ms) {
-            Ok(true) => {
+        let outcome = match held.holding.release(&*self.registry, &terms, to_ms) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err((
+                terms.lost(worker),
+                "lease not released: it was no longer held",
+            )),
+            Err(e) => Err((e, "lease not released: it expires after its TTL")),
+        };
+        match outcome {
+            Ok(()) => {
+                let message = "lease released";
                 event!(
                     Level::INFO,
                     shared,
                     worker,
                     fence_unix_millis,
                     None::<&LeaseError>,
-                    "lease released"
+                    message
                 );
                 Ok(())
             }
-            Ok(false) => {
-                let e = terms.lost(worker);
-                let message = "lease not released: it was no longer held";
-                event!(
-                    Level::WARN,
-                    shared,
-                    worker,
-                    fence_unix_millis,
-                    Some(&e),
-                    message
-                );
-                Err(e)
-            }
-            Err(e) => {
-                let message = "lease not released: it expires after its TTL";
+            Err((e, message)) => {
                 event!(
                     Level::WARN,
                     shared,
@@ -405,6 +373,42 @@ impl Keeping {
                 Err(e)
             }
         }
+    }
+}
+
+/// Puts `held` in force: the generator's view of its lease, and the event
+/// that says so. `previous`: the worker of the lease lost, for a lease
+/// taken again (healing).
+fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
+    let (worker, fence) = (held.holding.worker, held.holding.fence_unix_millis);
+    let starts = held.previous_fence_unix_millis;
+    shared.hold(
+        Arc::clone(&held.claim),
+        starts,
+        held.renewed_at,
+        previous.is_some(),
+    );
+    let none = None::<&LeaseError>;
+    match previous {
+        None => event!(
+            Level::INFO,
+            shared,
+            worker,
+            fence,
+            none,
+            "lease acquired",
+            starts_unix_millis = starts
+        ),
+        Some(previous) => event!(
+            Level::INFO,
+            shared,
+            worker,
+            fence,
+            none,
+            "lease reacquired: the generator issues again from its start",
+            previous_worker = previous,
+            starts_unix_millis = starts,
+        ),
     }
 }
 

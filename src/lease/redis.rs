@@ -387,13 +387,15 @@ impl RedisRegistry {
 
 /// A namespace's keys: the marker, then its index (the marker it counts
 /// under, the free records by fence, the held ones by expiry, the recorded
-/// ids), then the prefix of its records.
-fn keys(namespace: &str) -> ([String; 5], String) {
+/// ids), then the prefix of its records. A namespace with a brace would
+/// move the keys' hash tag.
+fn keys(namespace: &str) -> Result<([String; 5], String), LeaseError> {
+    super::backend::check_namespace(namespace)?;
     let key = |name: &str| format!("flakegen:{{{namespace}}}:{name}");
-    (
+    Ok((
         ["marker", "era", "free", "held", "recorded"].map(key),
         key("w:"),
-    )
+    ))
 }
 
 /// A reply item as a number: an integer, or a string of digits; `None` for
@@ -433,8 +435,7 @@ impl Registry for RedisRegistry {
         workers: u64,
         prefer: Option<u64>,
     ) -> Result<Snapshot, LeaseError> {
-        super::backend::check_namespace(namespace)?;
-        let (index, prefix) = keys(namespace);
+        let (index, prefix) = keys(namespace)?;
         let prefer = prefer.map_or(String::new(), |w| w.to_string());
         let reply = self.invoke(self.read.key(&index).arg(prefix).arg(workers).arg(prefer))?;
         let corrupt = || self.corrupt(&reply);
@@ -479,8 +480,7 @@ impl Registry for RedisRegistry {
     }
 
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
-        super::backend::check_namespace(namespace)?;
-        let (index, _) = keys(namespace);
+        let (index, _) = keys(namespace)?;
         let reply = self.invoke(&self.mark.key(&index))?;
         number(&reply)
             .ok()
@@ -495,8 +495,7 @@ impl Registry for RedisRegistry {
         expect: Expect,
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        super::backend::check_namespace(namespace)?;
-        let (index, prefix) = keys(namespace);
+        let (index, prefix) = keys(namespace)?;
         let version = expect.version.map_or(String::new(), |v| v.to_string());
         let mut invocation = self.swap.key(&index);
         invocation
@@ -526,7 +525,7 @@ mod tests {
 
     #[test]
     fn a_namespace_keeps_its_keys_on_one_cluster_slot() {
-        let (index, prefix) = keys("orders");
+        let (index, prefix) = keys("orders").unwrap();
         assert_eq!(index[0], "flakegen:{orders}:marker");
         assert_eq!(index[4], "flakegen:{orders}:recorded");
         assert_eq!(prefix, "flakegen:{orders}:w:");

@@ -27,22 +27,36 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// `require`: encrypted, the certificate taken as it comes (the handshake's
-/// signatures are still checked against it). Also the probe's: it asks
-/// only whether the server speaks TLS.
+/// A verifier that checks less than rustls's own: nothing of the
+/// certificate (`require`, and the probe, which asks only whether a server
+/// speaks TLS), or its chain but not its name (`verify-ca`). The
+/// handshake's signatures are checked against the certificate either way.
 #[derive(Debug)]
-struct Unchecked(Arc<CryptoProvider>);
+struct Lenient {
+    provider: Arc<CryptoProvider>,
+    /// `Some`: the chain is checked against these roots.
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+}
 
-impl ServerCertVerifier for Unchecked {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
     ) -> Result<ServerCertVerified, TlsError> {
-        Ok(ServerCertVerified::assertion())
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(TlsError::InvalidCertificate(
+                rustls::CertificateError::NotValidForName
+                | rustls::CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -51,12 +65,7 @@ impl ServerCertVerifier for Unchecked {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        verify_tls12_signature(message, cert, dss, self.algorithms())
     }
 
     fn verify_tls13_signature(
@@ -65,16 +74,17 @@ impl ServerCertVerifier for Unchecked {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, TlsError> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        verify_tls13_signature(message, cert, dss, self.algorithms())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.algorithms().supported_schemes()
+    }
+}
+
+impl Lenient {
+    fn algorithms(&self) -> &rustls::crypto::WebPkiSupportedAlgorithms {
+        &self.provider.signature_verification_algorithms
     }
 }
 
@@ -98,7 +108,10 @@ pub(crate) fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> 
             .with_safe_default_protocol_versions()
             .ok()?
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(Unchecked(provider())))
+            .with_custom_certificate_verifier(Arc::new(Lenient {
+                provider: provider(),
+                chain: None,
+            }))
             .with_no_client_auth();
         let name = ServerName::try_from(host.to_owned()).ok()?;
         let mut tls = ClientConnection::new(Arc::new(config), name).ok()?;
@@ -125,15 +138,12 @@ mod config {
     use std::sync::Arc;
 
     use rustls::client::WebPkiServerVerifier;
-    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::client::danger::ServerCertVerifier;
+    use rustls::pki_types::CertificateDer;
     use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-    use rustls::{
-        CertificateError, ClientConfig, DigitallySignedStruct, Error as TlsError, RootCertStore,
-        SignatureScheme,
-    };
+    use rustls::{ClientConfig, RootCertStore};
 
-    use super::{Unchecked, provider};
+    use super::{Lenient, provider};
 
     /// How much of the server's certificate is checked, by libpq's names.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,65 +202,24 @@ mod config {
             }
             Verify::Chain => {
                 let roots = Arc::new(roots(ca_file)?);
-                let inner = WebPkiServerVerifier::builder_with_provider(roots, provider)
-                    .build()
-                    .map_err(|e| e.to_string())?;
-                Arc::new(AnyName(inner))
+                let chain =
+                    WebPkiServerVerifier::builder_with_provider(roots, Arc::clone(&provider))
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                Arc::new(Lenient {
+                    provider,
+                    chain: Some(chain),
+                })
             }
-            Verify::Nothing => Arc::new(Unchecked(provider)),
+            Verify::Nothing => Arc::new(Lenient {
+                provider,
+                chain: None,
+            }),
         };
         Ok(builder
             .dangerous()
             .with_custom_certificate_verifier(verifier)
             .with_no_client_auth())
-    }
-
-    /// `verify-ca`: the chain is checked, the name is not.
-    #[derive(Debug)]
-    struct AnyName(Arc<WebPkiServerVerifier>);
-
-    impl ServerCertVerifier for AnyName {
-        fn verify_server_cert(
-            &self,
-            end_entity: &CertificateDer<'_>,
-            intermediates: &[CertificateDer<'_>],
-            server_name: &ServerName<'_>,
-            ocsp: &[u8],
-            now: UnixTime,
-        ) -> Result<ServerCertVerified, TlsError> {
-            match self
-                .0
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-            {
-                Err(TlsError::InvalidCertificate(
-                    CertificateError::NotValidForName
-                    | CertificateError::NotValidForNameContext { .. },
-                )) => Ok(ServerCertVerified::assertion()),
-                other => other,
-            }
-        }
-
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, TlsError> {
-            self.0.verify_tls12_signature(message, cert, dss)
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, TlsError> {
-            self.0.verify_tls13_signature(message, cert, dss)
-        }
-
-        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-            self.0.supported_verify_schemes()
-        }
     }
 }
 
