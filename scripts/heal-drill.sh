@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A service's lease through a Redis crash, as an operator would see it:
-# examples/async_service answers GET /id with 200 before the crash, 503
+# integration/examples/async_service answers GET /id with 200 before the crash, 503
 # while its lease's fence holds and the lease is leased again, and 200
 # after, without a restart. Then it shuts down and gives its id back.
 #

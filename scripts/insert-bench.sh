@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures inserts into a real PostgreSQL under three primary keys: BIGINT
-# from flakegen, UUID v4 and UUID v7 (examples/insert_bench.rs).
+# from flakegen, UUID v4 and UUID v7 (integration/examples/insert_bench.rs).
 #
 #   scripts/insert-bench.sh            # 1,000,000 rows per pass (a few minutes)
 #   scripts/insert-bench.sh --quick    # 20,000 rows per pass (seconds)
@@ -26,4 +26,4 @@ if [ -z "${FLAKEGEN_TEST_POSTGRES_URL:-}" ]; then
   eval "$(scripts/services.sh start postgres)"
 fi
 
-cargo run --release --quiet --features postgres --example insert_bench -- "$FLAKEGEN_TEST_POSTGRES_URL" "${args[@]}"
+cargo run -p flakegen-integration --release --quiet --example insert_bench -- "$FLAKEGEN_TEST_POSTGRES_URL" "${args[@]}"

@@ -42,20 +42,12 @@ fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
 #[test]
 fn a_role_that_may_not_create_the_table_is_told_how_to_get_it() {
     let admin_url = Backend::Postgres.url();
-    let mut admin = postgres::Client::connect(&admin_url, postgres::NoTls).unwrap();
+    let admin = |sql: &str| Backend::Postgres.sql(sql);
     let database = format!("flakegen_forbidden_{}", std::process::id());
-    admin
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"))
-        .unwrap();
-    admin
-        .batch_execute("DROP ROLE IF EXISTS flakegen_app")
-        .unwrap();
-    admin
-        .batch_execute("CREATE ROLE flakegen_app LOGIN PASSWORD 'app'")
-        .unwrap();
-    admin
-        .batch_execute(&format!("CREATE DATABASE {database}"))
-        .unwrap();
+    admin(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
+    admin("DROP ROLE IF EXISTS flakegen_app");
+    admin("CREATE ROLE flakegen_app LOGIN PASSWORD 'app'");
+    admin(&format!("CREATE DATABASE {database}"));
 
     let url = as_user(&admin_url, "flakegen_app:app@", &database);
     let registry = flakegen::lease::PostgresRegistry::new(&url).unwrap();
@@ -70,10 +62,8 @@ fn a_role_that_may_not_create_the_table_is_told_how_to_get_it() {
         );
     }
     drop(registry);
-    admin
-        .batch_execute(&format!("DROP DATABASE {database} WITH (FORCE)"))
-        .unwrap();
-    admin.batch_execute("DROP ROLE flakegen_app").unwrap();
+    admin(&format!("DROP DATABASE {database} WITH (FORCE)"));
+    admin("DROP ROLE flakegen_app");
 }
 
 /// A Redis that needs a password, given none, says so, whichever command

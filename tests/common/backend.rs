@@ -120,14 +120,11 @@ impl Backend {
         match self {
             #[cfg(feature = "postgres")]
             Backend::Postgres => {
-                let mut client = postgres::Client::connect(&self.url(), postgres::NoTls).unwrap();
                 // Before flakegen first connects there is no table, and nothing to lose.
-                client
-                    .batch_execute(
-                        "DO $$ BEGIN IF to_regclass('flakegen_leases') IS NOT NULL THEN \
-                         TRUNCATE flakegen_leases; END IF; END $$",
-                    )
-                    .unwrap();
+                self.sql(
+                    "DO $$ BEGIN IF to_regclass('flakegen_leases') IS NOT NULL THEN \
+                     TRUNCATE flakegen_leases; END IF; END $$",
+                );
             }
             #[cfg(feature = "redis")]
             Backend::Redis => self.services("crash"),
@@ -143,15 +140,10 @@ impl Backend {
     pub fn forget_index(self, namespace: &str) {
         match self {
             #[cfg(feature = "postgres")]
-            Backend::Postgres => {
-                let mut client = postgres::Client::connect(&self.url(), postgres::NoTls).unwrap();
-                client
-                    .batch_execute(
-                        "DROP INDEX IF EXISTS flakegen_leases_free, flakegen_leases_held; \
-                         DELETE FROM flakegen_leases WHERE worker = -2",
-                    )
-                    .unwrap();
-            }
+            Backend::Postgres => self.sql(
+                "DROP INDEX IF EXISTS flakegen_leases_free, flakegen_leases_held; \
+                 DELETE FROM flakegen_leases WHERE worker = -2",
+            ),
             #[cfg(feature = "redis")]
             Backend::Redis => {
                 let url = self.url();
@@ -178,6 +170,35 @@ impl Backend {
                 assert!(status.success(), "redis-cli DEL failed");
             }
         }
+    }
+}
+
+impl Backend {
+    /// Runs `sql` on the test server as its administrator, through the
+    /// server's own command-line client (installed with the server).
+    pub fn sql(self, sql: &str) {
+        let (program, args): (&str, Vec<String>) = match self {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => (
+                "psql",
+                vec![self.url(), "-qAt".into(), "-c".into(), sql.into()],
+            ),
+            #[cfg(feature = "redis")]
+            Backend::Redis => panic!("Redis takes no SQL"),
+        };
+        let output = Command::new(program)
+            .args(&args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{program}: {e} (start the servers with scripts/services.sh, which installs it)"
+                )
+            });
+        assert!(
+            output.status.success(),
+            "{program} -c {sql:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 

@@ -2,8 +2,6 @@
 //! `FLAKEGEN_TEST_POSTGRES_URL` (see `scripts/services.sh`): round trips,
 //! and every conversion that would lose information fails instead.
 
-#![cfg(feature = "postgres")]
-
 use flakegen::{AtomicGenerator, Fields, IdGenerator, Layout, Snowflake};
 use postgres::{Client, NoTls};
 
