@@ -2,12 +2,13 @@
 # Starts and stops the PostgreSQL, Redis and MariaDB servers that flakegen's
 # lease and SQL tests run against, on loopback, under one temporary directory.
 #
-#   eval "$(scripts/services.sh start)"     # both; sets FLAKEGEN_TEST_*_URL
-#   scripts/services.sh stop                # both; leaves nothing running
+#   eval "$(scripts/services.sh start)"     # all three; sets FLAKEGEN_TEST_*_URL
+#   scripts/services.sh stop                # all three; leaves nothing running
 #   scripts/services.sh start redis         # one of them (the fault tests use this)
-#   scripts/services.sh start mariadb       # (the sqlx tests' MySQL; `all` starts it too)
+#   scripts/services.sh start mariadb       # MySQL's kin: the mysql registry, sqlx
 #   scripts/services.sh stop postgres
 #   scripts/services.sh crash redis         # SIGKILL and start: a loss
+#   scripts/services.sh crash mariadb       # SIGKILL and start (its data stays)
 #
 # Missing servers are installed from the distribution's packages
 # (apt-get install postgresql redis-server; this needs root). PostgreSQL runs
@@ -20,7 +21,8 @@
 # TLS: a throwaway CA (openssl) signs a certificate for 127.0.0.1 and
 # localhost. PostgreSQL takes TLS on its port, and requires it of the role
 # flakegen_tls; Redis takes TLS only, on a port of its own. A second CA signs
-# nothing: the tests' unknown CA. `start` exports the TLS URLs and
+# nothing: the tests' unknown CA. MariaDB takes TLS on its port, and
+# requires it of the user flakegen_tls. `start` exports the TLS URLs and
 # FLAKEGEN_TEST_OTHER_CA too.
 #
 # Settings (environment): FLAKEGEN_SERVICES_DIR (default /tmp/flakegen-services),
@@ -39,6 +41,7 @@ pg_url="postgres://flakegen:$password@127.0.0.1:$pg_port/postgres"
 redis_url="redis://:$password@127.0.0.1:$redis_port/0"
 pg_tls_url="postgres://flakegen_tls:$password@127.0.0.1:$pg_port/postgres?sslmode=verify-full&sslrootcert=$tls/ca.crt"
 mysql_url="mysql://flakegen:$password@127.0.0.1:$mysql_port/flakegen"
+mysql_tls_url="mysql://flakegen_tls:$password@127.0.0.1:$mysql_port/flakegen?ssl-mode=VERIFY_IDENTITY&ssl-ca=$tls/ca.crt"
 redis_tls_url="rediss://:$password@127.0.0.1:$redis_tls_port/0?sslrootcert=$tls/ca.crt"
 
 say() { printf 'services: %s\n' "$*" >&2; }
@@ -237,10 +240,15 @@ start_mariadb() {
       { tail -20 "$dir/mariadb-install.log" >&2; die "mariadb-install-db failed"; }
     fresh=1
   fi
+  # The server reads its own copy of the key: the user mysql owns it.
+  cp "$tls/server.key" "$data/server.key"
+  chown mysql: "$data/server.key" 2>/dev/null || true
+  chmod 600 "$data/server.key"
   say "starting mariadb on 127.0.0.1:$mysql_port"
   "$bin" --no-defaults --user=mysql --datadir="$data" --port="$mysql_port" \
     --bind-address=127.0.0.1 --socket="$data/mariadb.sock" --pid-file="$data/mariadb.pid" \
     --log-error="$data/mariadb.log" --skip-log-bin --innodb-flush-log-at-trx-commit=0 \
+    --ssl-ca="$tls/ca.crt" --ssl-cert="$tls/server.crt" --ssl-key="$data/server.key" \
     >/dev/null 2>&1 &
   for _ in $(seq 300); do
     mariadb-admin --socket="$data/mariadb.sock" ping >/dev/null 2>&1 && break
@@ -249,15 +257,30 @@ start_mariadb() {
   mariadb-admin --socket="$data/mariadb.sock" ping >/dev/null 2>&1 ||
     { tail -20 "$data/mariadb.log" >&2; die "mariadb did not start"; }
   if [ -n "$fresh" ]; then
+    # flakegen_tls may only connect over TLS.
     mariadb --socket="$data/mariadb.sock" -e "CREATE DATABASE flakegen; \
       CREATE USER 'flakegen'@'127.0.0.1' IDENTIFIED BY '$password'; \
-      GRANT ALL ON flakegen.* TO 'flakegen'@'127.0.0.1';" ||
-      die "could not create the user flakegen"
+      GRANT ALL ON *.* TO 'flakegen'@'127.0.0.1' WITH GRANT OPTION; \
+      CREATE USER 'flakegen_tls'@'127.0.0.1' IDENTIFIED BY '$password' REQUIRE SSL; \
+      GRANT ALL ON flakegen.* TO 'flakegen_tls'@'127.0.0.1';" ||
+      die "could not create the users flakegen and flakegen_tls"
   fi
 }
 
 stop_mariadb() {
   stop_pid_file mariadb "$dir/mariadb/mariadb.pid"
+}
+
+# A crash: SIGKILL, then a start. InnoDB recovers its data (the flushed part).
+crash_mariadb() {
+  local pid_file="$dir/mariadb/mariadb.pid" pid
+  [ -f "$pid_file" ] || die "mariadb is not running"
+  pid=$(cat "$pid_file")
+  say "crashing mariadb"
+  kill -9 "$pid" 2>/dev/null || true
+  wait_gone "$pid"
+  rm -f "$pid_file"
+  start_mariadb
 }
 
 command=${1:-}
@@ -281,11 +304,15 @@ case "$command" in
     if [ "$which" = all ] || [ "$which" = mariadb ]; then
       start_mariadb
       echo "export FLAKEGEN_TEST_MYSQL_URL=$mysql_url"
+      echo "export FLAKEGEN_TEST_MYSQL_TLS_URL='$mysql_tls_url'"
     fi
     ;;
   crash)
-    [ "$which" = redis ] || die "only redis can be crashed: use stop and start for postgres"
-    crash_redis
+    case "$which" in
+      redis) crash_redis ;;
+      mariadb) crash_mariadb ;;
+      *) die "redis or mariadb can be crashed: use stop and start for postgres" ;;
+    esac
     ;;
   stop)
     if [ "$which" = all ] || [ "$which" = postgres ]; then stop_postgres; fi

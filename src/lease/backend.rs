@@ -189,6 +189,9 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<(), LeaseError> {
         .any(|c| c.is_control() || c == '{' || c == '}')
     {
         "it holds a control character or a brace"
+    } else if namespace.trim() != namespace {
+        // SQL compares text padded with spaces: "a " would be "a".
+        "it begins or ends with white space"
     } else {
         return Ok(());
     };
@@ -202,7 +205,7 @@ mod tests {
     #[test]
     fn namespaces_that_cannot_be_keys_are_refused() {
         assert!(check_namespace("orders").is_ok());
-        for bad in ["", "a{b}", "tab\there", &"x".repeat(201)] {
+        for bad in ["", "a{b}", "tab\there", " a", "a ", &"x".repeat(201)] {
             assert!(check_namespace(bad).is_err(), "{bad:?}");
         }
     }

@@ -6,10 +6,13 @@ use super::backend::Registry;
 use super::error::LeaseError;
 
 /// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
-/// with the `postgres` feature, `redis://` (or `rediss://`, with TLS) with
-/// the `redis` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a
-/// PostgreSQL URL, as libpq takes them; `rediss://`, and `sslrootcert=` too,
-/// for Redis. Without a CA file, the system's CAs are trusted.
+/// with the `postgres` feature, `mysql://` (MySQL or MariaDB) with the
+/// `mysql` feature, `redis://` (or `rediss://`, with TLS) with the `redis`
+/// feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a PostgreSQL URL,
+/// as libpq takes them; `ssl-mode=` and `ssl-ca=<CA file>` in a MySQL URL,
+/// as MySQL's clients take them; `rediss://`, and `sslrootcert=` too, for
+/// Redis. Without a CA file, the system's CAs are trusted (the Mozilla
+/// roots, for MySQL).
 ///
 /// Nothing is sent until the first acquisition.
 ///
@@ -38,6 +41,13 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
         "redis" | "rediss" => Err(LeaseError::FeatureOff {
             scheme,
             feature: "redis",
+        }),
+        #[cfg(feature = "mysql")]
+        "mysql" => Ok(Arc::new(super::MysqlRegistry::new(url)?)),
+        #[cfg(not(feature = "mysql"))]
+        "mysql" => Err(LeaseError::FeatureOff {
+            scheme,
+            feature: "mysql",
         }),
         _ => Err(LeaseError::UnsupportedUrl { scheme }),
     }

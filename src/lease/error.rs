@@ -111,13 +111,22 @@ pub enum LeaseError {
         /// What was found.
         detail: String,
     },
-    /// The server refused a statement for want of a privilege: on
-    /// PostgreSQL, creating the lease table, or using it.
+    /// The server refused a statement for want of a privilege: creating
+    /// the lease table (and its indexes), or using it.
     Forbidden {
         /// The server's address.
         address: String,
+        /// The registry's type, whose `DDL` creates the table.
+        registry: &'static str,
         /// What the server said.
         source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database the URL names does not exist on the server.
+    UnknownDatabase {
+        /// The server's address.
+        address: String,
+        /// The database named.
+        database: String,
     },
     /// A [`Release`](super::Release) was not confirmed by the registry
     /// within the time it was given.
@@ -143,8 +152,8 @@ impl fmt::Display for LeaseError {
         match self {
             LeaseError::UnsupportedUrl { scheme } => write!(
                 f,
-                "no lease registry for {scheme:?} URLs: use postgres:// or redis:// \
-                 with the crate's postgres or redis feature on"
+                "no lease registry for {scheme:?} URLs: use postgres://, mysql:// or \
+                 redis:// with the crate's postgres, mysql or redis feature on"
             ),
             LeaseError::FeatureOff { scheme, feature } => write!(
                 f,
@@ -181,13 +190,23 @@ impl fmt::Display for LeaseError {
                  user name and password in the URL (postgres://user:password@host:port/db, \
                  redis://:password@host:port/db; percent-encode special characters)"
             ),
-            LeaseError::Forbidden { address, source } => write!(
+            LeaseError::Forbidden {
+                address,
+                registry,
+                source,
+            } => write!(
                 f,
                 "lease registry at {address} refused flakegen's statement ({source}): the \
-                 role in the URL must be allowed to use the table flakegen_leases, and to \
-                 create it the first time. Create it once as a role that may \
-                 (PostgresRegistry::DDL, then PostgresRegistry::NEW_TABLE_MARKER), then \
-                 GRANT SELECT, INSERT, UPDATE ON flakegen_leases to this role"
+                 user in the URL must be allowed to use the table flakegen_leases, and to \
+                 create it the first time. Create it once as a user that may \
+                 ({registry}::DDL, then {registry}::NEW_TABLE_MARKER), then \
+                 GRANT SELECT, INSERT, UPDATE ON flakegen_leases to this user"
+            ),
+            LeaseError::UnknownDatabase { address, database } => write!(
+                f,
+                "lease registry at {address} has no database {database:?}: create it \
+                 (CREATE DATABASE {database}) and grant the URL's user its use, or name \
+                 another in the URL's path"
             ),
             LeaseError::AllHeld { namespace, held } => write!(
                 f,

@@ -230,17 +230,19 @@ mod fence;
 mod handle;
 mod keeper;
 mod memory;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod protocol;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
 mod remote;
 mod settings;
 mod slot;
 mod state;
-#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
 mod tls;
 
 pub(crate) use self::claim::Claim;
@@ -250,6 +252,8 @@ pub use self::error::{InvalidTerms, LeaseError};
 pub use self::handle::Release;
 pub(crate) use self::handle::{LeaseHandle, Pending};
 pub use self::memory::MemoryRegistry;
+#[cfg(feature = "mysql")]
+pub use self::mysql::MysqlRegistry;
 #[cfg(feature = "postgres")]
 pub use self::postgres::PostgresRegistry;
 #[cfg(feature = "redis")]

@@ -314,7 +314,16 @@ impl PostgresRegistry {
         {
             LeaseError::Unauthorized { address, source }
         } else if *code == SqlState::INSUFFICIENT_PRIVILEGE {
-            LeaseError::Forbidden { address, source }
+            LeaseError::Forbidden {
+                address,
+                registry: "PostgresRegistry",
+                source,
+            }
+        } else if *code == SqlState::INVALID_CATALOG_NAME {
+            LeaseError::UnknownDatabase {
+                address,
+                database: self.config.get_dbname().unwrap_or("").to_owned(),
+            }
         } else if *code == SqlState::CANNOT_CONNECT_NOW
             || *code == SqlState::ADMIN_SHUTDOWN
             || *code == SqlState::CRASH_SHUTDOWN

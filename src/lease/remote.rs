@@ -142,6 +142,18 @@ impl<C: Send> Remote<C> {
         }
     }
 
+    /// Runs `future` on this registry's runtime for at most `within`, apart
+    /// from its connection: a probe that tells one failure from another.
+    /// `None` if it took longer.
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    pub(crate) fn probe<T: Send>(
+        &self,
+        within: Duration,
+        future: impl Future<Output = T> + Send,
+    ) -> Option<T> {
+        self.block_on(async { tokio::time::timeout(within, future).await.ok() })
+    }
+
     /// Spawns a connection's driver on this registry's runtime (call from
     /// within `open`).
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]

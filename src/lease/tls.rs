@@ -1,13 +1,9 @@
 //! TLS to a registry server, with rustls: how much of the server's
-//! certificate to check (PostgreSQL; the Redis client checks its own), which
-//! CAs to trust, and what a failure means.
+//! certificate to check (PostgreSQL; the Redis and MySQL clients check their
+//! own), which CAs to trust, and what a failure means.
 
-use std::sync::Arc;
-
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, Error as TlsError, SignatureScheme};
+use rustls::Error as TlsError;
+use rustls::crypto::CryptoProvider;
 
 #[cfg(feature = "postgres")]
 pub(crate) use self::config::{Verify, client_config};
@@ -22,71 +18,86 @@ pub(crate) fn ensure_default_provider() {
     }
 }
 
-/// The crypto flakegen uses, whatever other crates enable.
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
-}
+/// The certificate checks flakegen makes itself, for PostgreSQL's `sslmode`s
+/// and the Redis probe (MySQL's client makes its own).
+#[cfg(any(feature = "postgres", feature = "redis"))]
+mod lenient {
+    use std::sync::Arc;
 
-/// A verifier that checks less than rustls's own: nothing of the
-/// certificate (`require`, and the probe, which asks only whether a server
-/// speaks TLS), or its chain but not its name (`verify-ca`). The
-/// handshake's signatures are checked against the certificate either way.
-#[derive(Debug)]
-struct Lenient {
-    provider: Arc<CryptoProvider>,
-    /// `Some`: the chain is checked against these roots.
-    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
-}
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+    use rustls::{DigitallySignedStruct, Error as TlsError, SignatureScheme};
 
-impl ServerCertVerifier for Lenient {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, TlsError> {
-        let Some(chain) = &self.chain else {
-            return Ok(ServerCertVerified::assertion());
-        };
-        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
-            Err(TlsError::InvalidCertificate(
-                rustls::CertificateError::NotValidForName
-                | rustls::CertificateError::NotValidForNameContext { .. },
-            )) => Ok(ServerCertVerified::assertion()),
-            other => other,
+    /// The crypto flakegen uses, whatever other crates enable.
+    pub(super) fn provider() -> Arc<CryptoProvider> {
+        Arc::new(rustls::crypto::ring::default_provider())
+    }
+
+    /// A verifier that checks less than rustls's own: nothing of the
+    /// certificate (`require`, and the probe, which asks only whether a server
+    /// speaks TLS), or its chain but not its name (`verify-ca`). The
+    /// handshake's signatures are checked against the certificate either way.
+    #[derive(Debug)]
+    pub(super) struct Lenient {
+        pub(super) provider: Arc<CryptoProvider>,
+        /// `Some`: the chain is checked against these roots.
+        pub(super) chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    }
+
+    impl ServerCertVerifier for Lenient {
+        fn verify_server_cert(
+            &self,
+            end_entity: &CertificateDer<'_>,
+            intermediates: &[CertificateDer<'_>],
+            server_name: &ServerName<'_>,
+            ocsp: &[u8],
+            now: UnixTime,
+        ) -> Result<ServerCertVerified, TlsError> {
+            let Some(chain) = &self.chain else {
+                return Ok(ServerCertVerified::assertion());
+            };
+            match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+                Err(TlsError::InvalidCertificate(
+                    rustls::CertificateError::NotValidForName
+                    | rustls::CertificateError::NotValidForNameContext { .. },
+                )) => Ok(ServerCertVerified::assertion()),
+                other => other,
+            }
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, TlsError> {
+            verify_tls12_signature(message, cert, dss, self.algorithms())
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, TlsError> {
+            verify_tls13_signature(message, cert, dss, self.algorithms())
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+            self.algorithms().supported_schemes()
         }
     }
 
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        verify_tls12_signature(message, cert, dss, self.algorithms())
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, TlsError> {
-        verify_tls13_signature(message, cert, dss, self.algorithms())
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.algorithms().supported_schemes()
+    impl Lenient {
+        fn algorithms(&self) -> &rustls::crypto::WebPkiSupportedAlgorithms {
+            &self.provider.signature_verification_algorithms
+        }
     }
 }
 
-impl Lenient {
-    fn algorithms(&self) -> &rustls::crypto::WebPkiSupportedAlgorithms {
-        &self.provider.signature_verification_algorithms
-    }
-}
+#[cfg(any(feature = "postgres", feature = "redis"))]
+use self::lenient::{Lenient, provider};
 
 /// Whether the server at `host`:`port` answers a TLS handshake, within
 /// `within`. A server that drops a plain connection is TLS-only if it does;
@@ -95,6 +106,7 @@ impl Lenient {
 #[cfg(feature = "redis")]
 pub(crate) fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> bool {
     use std::net::{TcpStream, ToSocketAddrs};
+    use std::sync::Arc;
 
     use rustls::pki_types::ServerName;
     use rustls::{ClientConfig, ClientConnection};

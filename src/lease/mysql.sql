@@ -1,0 +1,25 @@
+CREATE TABLE IF NOT EXISTS flakegen_leases (
+    -- The namespace; '' for the table's marker row.
+    namespace  VARCHAR(200) NOT NULL,
+    -- The worker id; -1 is the table's marker row, -2 a namespace's cursor row.
+    worker     BIGINT NOT NULL,
+    -- The holder's token; NULL when nobody holds it.
+    holder     VARCHAR(255) NULL,
+    -- Changes with every write: a write names the version it replaces. In
+    -- the marker row: when the table was created (s), which a restore changes.
+    version    BIGINT NOT NULL DEFAULT 0,
+    -- The marker in force when the row was written.
+    marker_ms  BIGINT NOT NULL DEFAULT 0,
+    -- When the lease expires, by the server's clock (ms since 1970).
+    expires_ms BIGINT NOT NULL DEFAULT 0,
+    -- The fence (ms since 1970): the holders' IDs are all earlier. In the
+    -- marker row: when the table's data began.
+    fence_ms   BIGINT NOT NULL,
+    -- Nobody holds it: what an acquisition looks for first.
+    is_free    TINYINT GENERATED ALWAYS AS (holder IS NULL) STORED,
+    PRIMARY KEY (namespace, worker),
+    -- What an acquisition chooses from, found without reading every record:
+    -- a namespace's free records by fence, and its held ones by expiry.
+    KEY flakegen_leases_free (namespace, marker_ms, is_free, fence_ms, worker),
+    KEY flakegen_leases_held (namespace, marker_ms, is_free, expires_ms)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
