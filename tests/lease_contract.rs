@@ -1,616 +1,93 @@
-//! The lease contract (see `flakegen::lease`), one suite over every registry:
-//! `MemoryRegistry` always, and PostgreSQL and Redis when their features are
-//! on, at the URLs in `FLAKEGEN_TEST_POSTGRES_URL` / `FLAKEGEN_TEST_REDIS_URL`.
+//! The lease contract (see `flakegen::lease`), the suite of
+//! `flakegen-contract`, over every registry: `MemoryRegistry` always, and
+//! PostgreSQL, Redis and MySQL (MariaDB) when their features are on, at the
+//! URLs `scripts/services.sh start` exports.
 //!
 //! ```text
 //! cargo test --test lease_contract                     # memory only, no server
 //! eval "$(scripts/services.sh start)"
-//! cargo test --features postgres,redis --test lease_contract
+//! cargo test --features postgres,redis,mysql,tokio --test lease_contract
 //! scripts/services.sh stop
 //! ```
 //!
 //! A backend whose feature is on and whose URL is missing fails its tests:
-//! they never pass by skipping. Losses wipe a whole server, so the tests of
-//! this file run one at a time. Each builds its own state: none depends on
-//! how long ago a server started.
+//! they never pass by skipping. Each backend's tests run one at a time (a
+//! loss wipes its whole server); the backends run side by side.
 
 mod common;
 
-use common::store::{RENEW, SKEW, Store, TTL, namespace, now_ms, serial};
-
-use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
-use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
-use flakegen::{
-    BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
-    SystemClock,
-};
+use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry};
+use flakegen_contract::{Fixture, Frozen};
 
-/// Four ids, 1 ms units.
-const FOUR: Layout = Layout::builder().worker_bits(2).build_const();
-/// One id.
-const ONE: Layout = Layout::builder().worker_bits(0).build_const();
-/// One id, 4 IDs per 1 ms unit: refusals that consumed ticks would show.
-const ONE_NARROW: Layout = Layout::builder()
-    .worker_bits(0)
-    .sequence_bits(2)
-    .build_const();
-
-fn unix_ms(layout: &Layout, id: Snowflake) -> u64 {
-    layout.unix_millis_of(layout.decode(id).unwrap().timestamp)
+mod memory {
+    flakegen_contract::suite!(super::Memory::default());
 }
 
-/// Waits (at most 5 s) for `condition`.
-fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(10));
-    }
+#[cfg(feature = "postgres")]
+mod postgres {
+    flakegen_contract::suite!(crate::common::backend::Backend::Postgres);
 }
 
-/// Issues with `g` until it refuses with `LeaseLost` (at most `within`).
-fn run_to_fence(g: &dyn IdGenerator, within: Duration) -> Vec<Snowflake> {
-    let deadline = Instant::now() + within;
-    let mut ids = vec![];
-    loop {
-        match g.next_id() {
-            Ok(id) => ids.push(id),
-            Err(IssueError::LeaseLost { .. }) => return ids,
-            Err(e) => panic!("expected ids, then LeaseLost: {e}"),
-        }
-        assert!(Instant::now() < deadline, "never reached the fence");
-        thread::sleep(Duration::from_millis(1));
-    }
+#[cfg(feature = "redis")]
+mod redis {
+    flakegen_contract::suite!(crate::common::backend::Backend::Redis);
 }
 
-#[test]
-fn each_generator_gets_its_own_id_until_all_are_held() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("distinct");
-        let generators: Vec<_> = Strategy::ALL
-            .iter()
-            .cycle()
-            .take(4)
-            .map(|&s| store.leased(FOUR, &ns).build(s).unwrap())
-            .collect();
-        let mut workers: Vec<u64> = generators.iter().map(|g| g.worker()).collect();
-        workers.sort();
-        assert_eq!(workers, [0, 1, 2, 3], "{}", store.name());
-        for g in &generators {
-            let id = g.next_id().unwrap();
-            assert_eq!(FOUR.decode(id).unwrap().worker, g.worker());
-            assert_eq!(g.lease().unwrap().state, LeaseState::Held);
-        }
-        match store.leased(FOUR, &ns).build_atomic() {
-            Err(e @ BuildError::Lease(LeaseError::AllHeld { held: 4, .. })) => {
-                assert!(e.to_string().contains("all 4 worker ids"), "{e}")
-            }
-            other => panic!("{}: expected AllHeld, got {other:?}", store.name()),
-        }
-    }
+#[cfg(feature = "mysql")]
+mod mysql {
+    flakegen_contract::suite!(crate::common::backend::Backend::Mysql);
 }
 
-#[test]
-fn a_released_id_is_taken_over_at_once_above_the_last_id() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("release");
-        let first = store.leased(ONE, &ns).build_ticker().unwrap();
-        let last = (0..1000).map(|_| first.next_id().unwrap()).max().unwrap();
-        first.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
-        // Without the release lowering the fence, the successor would face
-        // a fence a TTL ahead, more than this max_wait.
-        let successor = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_millis(50))
-            .build_mutex()
-            .unwrap();
-        assert!(successor.next_id().unwrap() > last, "{}", store.name());
-    }
+/// A `MemoryRegistry` that can be frozen as a server can: calls wait until
+/// it thaws, or fail as unreachable after the timeout a remote client would
+/// give up at.
+#[derive(Default)]
+struct Memory {
+    registry: MemoryRegistry,
+    frozen: Arc<(Mutex<bool>, Condvar)>,
 }
 
-/// Rule 5 through `&self`: a shutdown while callers are issuing lowers the
-/// fence above every ID any of them got, whichever order they ran in.
-#[test]
-fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued() {
-    let _serial = serial();
-    for store in Store::all() {
-        for strategy in Strategy::ALL {
-            let ns = namespace("race");
-            let generator = store.leased(ONE_NARROW, &ns).build(strategy).unwrap();
-            let ids: Vec<Snowflake> = thread::scope(|scope| {
-                let callers: Vec<_> = (0..3)
-                    .map(|_| {
-                        scope.spawn(|| {
-                            let mut ids = Vec::new();
-                            loop {
-                                match generator.next_id() {
-                                    Ok(id) => ids.push(id),
-                                    Err(IssueError::ShutDown) => return ids,
-                                    Err(e) => panic!("{e}"),
-                                }
-                            }
-                        })
-                    })
-                    .collect();
-                thread::sleep(Duration::from_millis(20));
-                generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
-                callers
-                    .into_iter()
-                    .flat_map(|c| c.join().unwrap())
-                    .collect()
+struct Gate {
+    registry: MemoryRegistry,
+    frozen: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Gate {
+    fn pass(&self) -> Result<(), LeaseError> {
+        let (frozen, thawed) = &*self.frozen;
+        let frozen = frozen.lock().unwrap_or_else(PoisonError::into_inner);
+        let (frozen, _) = thawed
+            .wait_timeout_while(frozen, DEFAULT_TIMEOUT, |frozen| *frozen)
+            .unwrap_or_else(PoisonError::into_inner);
+        if *frozen {
+            return Err(LeaseError::Unreachable {
+                address: "memory".to_owned(),
+                source: Arc::new(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the registry is frozen",
+                )),
             });
-            let at = format!("{} {strategy}", store.name());
-            let unique: std::collections::HashSet<_> = ids.iter().collect();
-            assert_eq!(unique.len(), ids.len(), "{at}: an ID issued twice");
-            let fence = store.record(&ns, 0).unwrap().fence_unix_millis;
-            let last = ids
-                .iter()
-                .map(|&id| unix_ms(&ONE_NARROW, id))
-                .max()
-                .unwrap();
-            assert!(
-                last < fence,
-                "{at}: an ID at {last} at or past the fence {fence}"
-            );
-            assert_eq!(
-                generator.lease().unwrap().state,
-                LeaseState::Released,
-                "{at}"
-            );
         }
+        Ok(())
     }
 }
 
-#[test]
-fn an_expired_lease_is_taken_over_at_or_after_its_fence() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("expired");
-        // A holder that crashed right after acquiring: its fence a TTL ahead.
-        let fence = now_ms() + 300;
-        store.put(&ns, 0, "crashed", 300, fence);
-        assert!(matches!(
-            store.leased(ONE, &ns).build_atomic(),
-            Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. }))
-        ));
-        thread::sleep(Duration::from_millis(350));
-        let successor = store.leased(ONE, &ns).build_atomic().unwrap();
-        let id = successor.next_id().unwrap();
-        assert!(unix_ms(&ONE, id) >= fence, "{}", store.name());
-    }
-}
-
-#[test]
-fn a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("ahead");
-        let far = now_ms() + 60_000;
-        store.put(&ns, 0, "", 0, far);
-        match store.leased(ONE, &ns).build_atomic() {
-            Err(
-                e @ BuildError::FenceAhead {
-                    worker: 0,
-                    wait_nanos,
-                },
-            ) => {
-                assert!(wait_nanos > 50_000_000_000, "{e}");
-                assert!(e.to_string().contains("raise max_wait"), "{e}");
-            }
-            other => panic!("{}: expected FenceAhead, got {other:?}", store.name()),
-        }
-        // Given back, free, with its fence where it was.
-        let record = store.record(&ns, 0).unwrap();
-        assert_eq!(
-            (record.holder.as_str(), record.fence_unix_millis),
-            ("", far)
-        );
-    }
-}
-
-/// Rule 3, and a renewal never lowers a fence: a fence inherited 60 s ahead
-/// stays where it is, neither extended by a TTL nor lowered to the clock's.
-#[test]
-fn a_renewal_never_lowers_a_fence_nor_extends_one_beyond_the_ttl() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("lower");
-        let far = now_ms() + 60_000;
-        store.put(&ns, 0, "", 0, far);
-        let g = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_secs(120))
-            .build_atomic()
-            .unwrap();
-        let version = store.record(&ns, 0).unwrap().version;
-        eventually("a renewal", || {
-            store.record(&ns, 0).unwrap().version != version
-        });
-        let record = store.record(&ns, 0).unwrap();
-        assert_eq!(record.fence_unix_millis, far, "{}", store.name());
-        assert_eq!(
-            g.lease().unwrap().fence,
-            UNIX_EPOCH + Duration::from_millis(far)
-        );
-    }
-}
-
-/// A fence a few ms into a 10 ms unit: that unit was the previous holder's.
-#[test]
-fn a_fence_inside_a_unit_starts_the_successor_at_the_next_unit() {
-    let _serial = serial();
-    let layout = Layout::builder()
-        .timestamp_bits(39)
-        .worker_bits(0)
-        .unit(Duration::from_millis(10))
-        .build_const();
-    for store in Store::all() {
-        let ns = namespace("unit");
-        let unit = layout.timestamp_at(SystemTime::now() - Duration::from_secs(1));
-        let unit_ms = layout.unix_millis_of(unit);
-        store.put(&ns, 0, "", 0, unit_ms + 3);
-        let g = store
-            .leased(layout, &ns)
-            .clock(ManualClock::from_unix_millis(unit_ms))
-            .build_atomic()
-            .unwrap();
-        assert_eq!(
-            g.try_next_id().unwrap_err(),
-            IssueError::WouldBlock {
-                wait_nanos: 10_000_000
-            },
-            "{}",
-            store.name()
-        );
-    }
-}
-
-/// The lease recovered at its fence: the refusals consumed no ticks, for
-/// every strategy and both calls, so the generator issues again at once.
-#[test]
-fn a_refusal_at_the_fence_consumes_nothing() {
-    let _serial = serial();
-    for store in Store::all() {
-        for strategy in Strategy::ALL {
-            let ns = namespace("refusal");
-            store.fresh(&ns);
-            let clock = ManualClock::new(SystemTime::now());
-            let g = common::build(strategy, store.leased(ONE_NARROW, &ns).clock(clock.clone()));
-            let fence = g.lease().unwrap().fence;
-            clock.set(fence);
-            for _ in 0..500 {
-                assert!(matches!(g.next_id(), Err(IssueError::LeaseLost { .. })));
-                assert!(matches!(g.try_next_id(), Err(IssueError::LeaseLost { .. })));
-                let mut batch = [Snowflake::default(); 3];
-                assert!(matches!(
-                    g.next_ids(&mut batch),
-                    Err(IssueError::LeaseLost { .. })
-                ));
-            }
-            // lease() says why (rule 8) ...
-            assert_ne!(g.lease().unwrap().state, LeaseState::Held);
-            // ... and the next renewal moves the fence a TTL past this clock.
-            eventually("a renewal", || g.lease().unwrap().fence > fence);
-            let id = g.try_next_id().unwrap_or_else(|e| {
-                panic!(
-                    "{}/{strategy}: refused after the renewal: {e}",
-                    store.name()
-                )
-            });
-            assert_eq!(
-                ONE_NARROW.time_of(ONE_NARROW.decode(id).unwrap().timestamp),
-                fence
-            );
-        }
-    }
-}
-
-/// Rule 1 over many TTLs: a healthy lease's confirmed fence keeps ahead of
-/// the generator, which is never refused.
-#[test]
-fn a_healthy_lease_is_never_refused() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("healthy");
-        let g = store.leased(FOUR, &ns).build_atomic().unwrap();
-        let until = Instant::now() + TTL * 5;
-        let mut count = 0;
-        while Instant::now() < until {
-            g.next_id()
-                .unwrap_or_else(|e| panic!("{}: refused: {e}", store.name()));
-            count += 1;
-            thread::sleep(Duration::from_micros(200));
-        }
-        assert!(count > 100);
-        assert_eq!(g.lease().unwrap().state, LeaseState::Held);
-    }
-}
-
-/// Rule 4 and rule 8, with re-acquiring off: a lost lease runs to its
-/// fence, refuses, says why, and stays lost even once its record is gone.
-#[test]
-fn a_lost_lease_runs_to_its_fence_and_is_never_taken_back() {
-    let _serial = serial();
-    for store in Store::all() {
-        for strategy in Strategy::ALL {
-            let ns = namespace("lost");
-            store.fresh(&ns);
-            let clock = ManualClock::new(SystemTime::now());
-            let g = common::build(strategy, store.leased_once(FOUR, &ns).clock(clock.clone()));
-            store.steal(&ns, g.worker());
-            eventually("the lease to be lost", || {
-                g.lease().unwrap().state == LeaseState::Lost
-            });
-            let status = g.lease().unwrap();
-            assert!(status.last_error.unwrap().contains("no longer held"));
-            let id = g.next_id().unwrap();
-            assert!(FOUR.time_of(FOUR.decode(id).unwrap().timestamp) < status.fence);
-            clock.set(status.fence);
-            for result in [g.next_id(), g.try_next_id()] {
-                match result {
-                    Err(e @ IssueError::LeaseLost { .. }) => {
-                        assert!(e.to_string().contains("build a new generator"), "{e}")
-                    }
-                    other => panic!(
-                        "{}/{strategy}: expected LeaseLost, got {other:?}",
-                        store.name()
-                    ),
-                }
-            }
-            // The record goes: nobody writes it back, least of all the loser.
-            store.lose_data();
-            thread::sleep(RENEW * 4);
-            assert_eq!(g.lease().unwrap().state, LeaseState::Lost);
-            assert!(store.record(&ns, g.worker()).is_none(), "{}", store.name());
-        }
-    }
-}
-
-/// Mechanism 1 of the duplicates: a holder displaced by a loss must not get
-/// its lease back, and its release must not lower the fence of whoever
-/// holds the id now.
-#[test]
-fn a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("displaced");
-        // Slow renewals, so the release below comes before A notices; not
-        // healing, so that B takes the id (the race has a test of its own).
-        let slow = store.lease(&ns).renew_every(TTL / 2).reacquire(false);
-        let a = Builder::new()
-            .layout(ONE)
-            .lease(slow)
-            .build_atomic()
-            .unwrap();
-        let a_ids = run_to_fence_or(&a, 50);
-        store.lose_data();
-        let b = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_secs(2))
-            .build_atomic()
-            .unwrap();
-        let taken = store.record(&ns, 0).unwrap();
-        // Its release names its own lease, which is gone: refused (or, on a
-        // connection the restart broke, failed), and nothing written.
-        let released = a.shutdown().wait(DEFAULT_TIMEOUT);
-        assert!(released.is_err(), "{}: {released:?}", store.name());
-        let record = store.record(&ns, 0).unwrap();
-        assert_eq!(
-            record.holder,
-            taken.holder,
-            "{}: A's release freed B's id",
-            store.name()
-        );
-        assert!(
-            record.fence_unix_millis >= taken.fence_unix_millis,
-            "{}: A's release lowered B's fence",
-            store.name()
-        );
-        let b_first = b.next_id().unwrap();
-        assert!(b_first > *a_ids.iter().max().unwrap());
-    }
-}
-
-fn run_to_fence_or(g: &dyn IdGenerator, count: usize) -> Vec<Snowflake> {
-    (0..count).map(|_| g.next_id().unwrap()).collect()
-}
-
-/// Mechanism 2: two losses within a TTL. The holder after the first loss
-/// inherits a fence past the marker rule, and must not have extended it by
-/// a TTL: the holder after the second loss starts above all it issued.
-#[test]
-fn two_losses_within_a_ttl_keep_holders_apart() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("double");
-        let a = store.leased_once(ONE, &ns).build_atomic().unwrap();
-        let mut ids = run_to_fence_or(&a, 20);
-        store.lose_data();
-        std::mem::forget(a); // paused for good: it never releases
-        let b = store
-            .leased_once(ONE, &ns)
-            .max_wait(Duration::from_secs(2))
-            .build_atomic()
-            .unwrap();
-        store.lose_data();
-        ids.extend(run_to_fence(&b, Duration::from_secs(3)));
-        let c = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_secs(2))
-            .build_atomic()
-            .unwrap();
-        let c_first = c.next_id().unwrap();
-        assert!(c_first > *ids.iter().max().unwrap(), "{}", store.name());
-    }
-}
-
-/// The loss rule with a holder whose clock is ahead within the skew: the
-/// successor starts past everything the holder may still issue.
-#[test]
-fn a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew() {
-    let _serial = serial();
-    #[derive(Clone)]
-    struct Ahead;
-    impl Clock for Ahead {
-        fn unix_nanos(&self) -> u64 {
-            SystemClock.unix_nanos() + 80_000_000
-        }
-    }
-    for store in Store::all() {
-        let ns = namespace("ahead-skew");
-        let a = store
-            .leased_once(ONE, &ns)
-            .clock(Ahead)
-            .build_atomic()
-            .unwrap();
-        let mut a_ids = run_to_fence_or(&a, 20);
-        thread::sleep(RENEW * 2);
-        store.lose_data();
-        a_ids.extend(run_to_fence(&a, TTL * 4));
-        let b = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_secs(2))
-            .build_atomic()
-            .unwrap();
-        let b_first = b.next_id().unwrap();
-        assert!(b_first > *a_ids.iter().max().unwrap(), "{}", store.name());
-    }
-}
-
-/// Loses the store's data so that the loss (a restart, for Redis) begins and
-/// ends late in one second; returns when it began.
-fn lose_late_in_a_second(store: &Store) -> u64 {
-    let mut took = 0;
-    for _ in 0..20 {
-        let begin_at = 980u64.saturating_sub(took + 20);
-        while !(begin_at..begin_at + 10).contains(&(now_ms() % 1_000)) {
-            thread::sleep(Duration::from_micros(500));
-        }
-        let lost_at = now_ms();
-        store.lose_data();
-        let done = now_ms();
-        took = done - lost_at;
-        if done / 1_000 == lost_at / 1_000 && done % 1_000 >= 900 {
-            return lost_at;
-        }
-    }
-    panic!("{}: could not time a loss late in a second", store.name());
-}
-
-/// Rule 6: the marker is never earlier than the loss it marks, to the
-/// millisecond, even when the loss falls late in a second.
-#[test]
-fn the_marker_is_no_earlier_than_the_loss() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("marker");
-        let generator = store.leased(ONE, &ns).build_atomic().unwrap();
-        generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
-        let lost_at = lose_late_in_a_second(&store);
-        // Read in the next second: a marker counted in whole seconds of
-        // uptime would now be up to a second early.
-        thread::sleep(Duration::from_millis(1_030 - now_ms() % 1_000));
-        let marker = store.registry().mark(&ns).unwrap();
-        assert!(
-            marker >= lost_at,
-            "{}: marker {marker} < loss {lost_at}",
-            store.name()
-        );
-        // And an id with no record is fenced a TTL and the skew past it.
-        let g = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_secs(2))
-            .build_atomic()
-            .unwrap();
-        let first = g.next_id().unwrap();
-        let rule = marker + (TTL + SKEW).as_millis() as u64;
-        assert!(unix_ms(&ONE, first) >= rule, "{}", store.name());
-    }
-}
-
-/// A service started right after a loss comes up without a retry loop: its
-/// build waits out the marker rule (renewing the lease meanwhile), though
-/// that is longer than the generator's `max_wait`.
-#[test]
-fn a_build_right_after_a_loss_waits_for_its_fence() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("after-loss");
-        store.fresh(&ns); // the registry has data to lose, whatever ran before
-        let lost_at = now_ms();
-        store.lose_data();
-        let started = Instant::now();
-        let g = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_millis(50))
-            .build_atomic()
-            .unwrap_or_else(|e| panic!("{}: {e}", store.name()));
-        assert!(started.elapsed() < store.lease(&ns).start_wait());
-        let id = g.next_id().unwrap();
-        let rule = lost_at + (TTL + SKEW).as_millis() as u64;
-        assert!(unix_ms(&ONE, id) >= rule, "{}", store.name());
-        assert_eq!(g.lease().unwrap().state, LeaseState::Held);
-    }
-}
-
-/// Rule 7: a registry that stops answering costs the timeout, no more, and
-/// `lease()` says why while the generator runs on to its fence.
-#[test]
-fn a_frozen_registry_costs_the_timeout_and_lease_says_why() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("frozen");
-        let g = store.leased(ONE, &ns).build_atomic().unwrap();
-        {
-            let _frozen = store.freeze();
-            let started = Instant::now();
-            let built = store.leased(ONE, &namespace("frozen-new")).build_atomic();
-            let took = started.elapsed();
-            assert!(
-                matches!(
-                    built,
-                    Err(BuildError::Lease(LeaseError::Unreachable { .. }))
-                ),
-                "{}: {built:?}",
-                store.name()
-            );
-            assert!(
-                took < DEFAULT_TIMEOUT + Duration::from_millis(500),
-                "{took:?}"
-            );
-            eventually("the lease to report the outage", || {
-                g.lease().unwrap().state == LeaseState::Renewing
-            });
-            assert!(g.lease().unwrap().last_error.is_some());
-        }
-        eventually("the lease to recover", || {
-            g.lease().unwrap().state == LeaseState::Held
-        });
-        g.next_id().unwrap();
-    }
-}
-
-/// A registry whose first swap is slow to answer, as when it queues
-/// behind another transaction's lock.
-struct SlowSwap(Arc<dyn Registry>, std::sync::atomic::AtomicBool);
-
-impl Registry for SlowSwap {
+impl Registry for Gate {
     fn read(
         &self,
         namespace: &str,
         workers: u64,
         prefer: Option<u64>,
     ) -> Result<Snapshot, LeaseError> {
-        self.0.read(namespace, workers, prefer)
+        self.pass()?;
+        self.registry.read(namespace, workers, prefer)
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
-        self.0.mark(namespace)
+        self.pass()?;
+        self.registry.mark(namespace)
     }
     fn swap(
         &self,
@@ -619,340 +96,33 @@ impl Registry for SlowSwap {
         expect: Expect,
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        let swapped = self.0.swap(namespace, worker, expect, record);
-        if self.1.swap(false, std::sync::atomic::Ordering::Relaxed) {
-            thread::sleep(TTL * 2);
-        }
-        swapped
+        self.pass()?;
+        self.registry.swap(namespace, worker, expect, record)
     }
 }
 
-/// Rule 7: a build whose acquisition outlived a renewal interval renews
-/// before it returns, so it never hands back a generator past its fence.
-#[test]
-fn a_slow_build_renews_before_it_returns() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("slow");
-        store.fresh(&ns);
-        let slow = SlowSwap(store.registry(), true.into());
-        let lease = Lease::new(slow, &ns).ttl(TTL).renew_every(RENEW).skew(SKEW);
-        let g = Builder::new()
-            .layout(ONE)
-            .lease(lease)
-            .build_atomic()
-            .unwrap();
-        let status = g.lease().unwrap();
-        assert!(
-            status.fence > SystemTime::now(),
-            "{}: built past its fence",
-            store.name()
-        );
-        g.next_id().unwrap();
+impl Fixture for Memory {
+    fn name(&self) -> &str {
+        "memory"
     }
-}
 
-#[test]
-fn bad_terms_get_clear_errors() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("bad");
-        let expect = |built: Result<flakegen::AtomicGenerator, BuildError>, says: &str| {
-            let message = built.map(drop).unwrap_err().to_string();
-            assert!(
-                message.contains(says),
-                "{}: {message:?} lacks {says:?}",
-                store.name()
-            );
-        };
-        expect(
-            store.leased(FOUR, "a{b}").build_atomic(),
-            "invalid lease namespace",
-        );
-        let short = Builder::new()
-            .layout(FOUR)
-            .lease(store.lease(&ns).ttl(Duration::from_millis(50)));
-        expect(short.build_atomic(), "the least a renewal can keep up with");
-        let slow = Builder::new()
-            .layout(FOUR)
-            .lease(store.lease(&ns).renew_every(Duration::from_millis(200)));
-        expect(slow.build_atomic(), "not well inside the TTL");
-        expect(
-            store
-                .leased(FOUR, &ns)
-                .max_lead(Duration::from_millis(260))
-                .build_atomic(),
-            "max_lead",
-        );
-        expect(
-            store.leased(FOUR, &ns).worker(1).build_atomic(),
-            "drop Builder::worker",
-        );
-        // The clock may be set after the lease: the lease's thread reads it too.
-        store.fresh(&ns);
-        let clock = ManualClock::new(SystemTime::now());
-        let g = Builder::new()
-            .lease(store.lease(&ns))
-            .clock(clock.clone())
-            .build_atomic()
-            .unwrap();
-        clock.set(g.lease().unwrap().fence);
-        eventually("a renewal on the new clock", || {
-            g.lease().unwrap().fence > clock.now()
-        });
+    fn registry(&self) -> Arc<dyn Registry> {
+        Arc::new(Gate {
+            registry: self.registry.clone(),
+            frozen: Arc::clone(&self.frozen),
+        })
     }
-}
 
-/// Rule 4 with healing: generators that lose their registry (a Redis
-/// crash, a `TRUNCATE`, `lose_data`) each issue again without a rebuild,
-/// under a new lease, within the TTL, the skew and a second of the loss;
-/// and no ID is issued twice on the way. At the issue's terms: TTL 1 s,
-/// skew 500 ms.
-#[test]
-fn generators_that_lose_their_registry_issue_again_without_a_rebuild() {
-    let _serial = serial();
-    let (ttl, skew) = (Duration::from_secs(1), Duration::from_millis(500));
-    let bound = ttl + skew + Duration::from_secs(1);
-    for store in Store::all() {
-        let ns = namespace("heal");
-        let lease = Lease::new(store.registry(), &ns).ttl(ttl).skew(skew);
-        let generators: Vec<_> = Strategy::ALL
-            .iter()
-            .map(|&s| {
-                Builder::new()
-                    .layout(FOUR)
-                    .lease(lease.clone())
-                    .max_wait(Duration::from_secs(2))
-                    .build(s)
-                    .unwrap()
-            })
-            .collect();
-        let stop = std::sync::atomic::AtomicBool::new(false);
-        let healed = std::sync::atomic::AtomicUsize::new(0);
-        let lost_at = std::sync::OnceLock::<(Instant, u64)>::new();
-        let results: Vec<(Vec<Snowflake>, Option<Duration>)> = thread::scope(|scope| {
-            let callers: Vec<_> = generators
-                .iter()
-                .enumerate()
-                .map(|(i, g)| {
-                    let (stop, lost_at, healed, name) = (&stop, &lost_at, &healed, store.name());
-                    scope.spawn(move || {
-                        let (mut ids, mut again) = (vec![], None);
-                        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                            // One caller asks without waiting: it is told
-                            // to retry, never given an ID it may not have.
-                            let issued = if i == 0 { g.try_next_id() } else { g.next_id() };
-                            match issued {
-                                Ok(id) => {
-                                    ids.push(id);
-                                    // Past every fence confirmed before the
-                                    // loss: under a new lease.
-                                    if let Some((at, ms)) = lost_at.get() {
-                                        if again.is_none() && unix_ms(&FOUR, id) >= ms + 1_000 {
-                                            again = Some(at.elapsed());
-                                            healed
-                                                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                        }
-                                    }
-                                }
-                                Err(
-                                    IssueError::LeaseLost { .. } | IssueError::WouldBlock { .. },
-                                ) => {}
-                                Err(e) => panic!("{name}: {e}"),
-                            }
-                            thread::sleep(Duration::from_micros(300));
-                        }
-                        (ids, again)
-                    })
-                })
-                .collect();
-            thread::sleep(Duration::from_millis(200));
-            lost_at.set((Instant::now(), now_ms())).unwrap();
-            store.lose_data();
-            let deadline = Instant::now() + bound + Duration::from_secs(1);
-            while Instant::now() < deadline
-                && healed.load(std::sync::atomic::Ordering::Relaxed) < generators.len()
-            {
-                thread::sleep(Duration::from_millis(10));
-            }
-            thread::sleep(Duration::from_millis(100));
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            callers.into_iter().map(|c| c.join().unwrap()).collect()
-        });
-        let mut all = vec![];
-        for (i, (ids, again)) in results.into_iter().enumerate() {
-            let again = again.unwrap_or_else(|| {
-                panic!(
-                    "{}: generator {i} never issued again after the loss",
-                    store.name()
-                )
-            });
-            println!(
-                "{}: generator {i} issued again {again:?} after the loss",
-                store.name()
-            );
-            assert!(again <= bound, "{}: {again:?} past {bound:?}", store.name());
-            common::assert_strictly_increasing(&ids, store.name());
-            all.extend(ids);
-        }
-        let count = all.len();
-        all.sort_unstable();
-        all.dedup();
-        assert_eq!(all.len(), count, "{}: an ID issued twice", store.name());
-        let mut workers: Vec<u64> = generators.iter().map(|g| g.worker()).collect();
-        workers.sort_unstable();
-        workers.dedup();
-        assert_eq!(
-            workers.len(),
-            3,
-            "{}: two generators share an id",
-            store.name()
-        );
+    fn lose_data(&self) {
+        self.registry.lose_data();
     }
-}
 
-/// Rule 4 with healing: a holder displaced while it could not renew never
-/// writes its old lease back; it leases a free id instead, and its IDs go
-/// on increasing across the change of worker.
-#[test]
-fn a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("displaced-heal");
-        store.fresh(&ns);
-        let g = store.leased(FOUR, &ns).build_atomic().unwrap();
-        let old = g.worker();
-        let before = g.next_id().unwrap();
-        store.steal(&ns, old);
-        eventually("a lease on another id", || g.lease().unwrap().worker != old);
-        let after = {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            loop {
-                match g.next_id() {
-                    Ok(id) if FOUR.decode(id).unwrap().worker != old => break id,
-                    Ok(_) | Err(IssueError::LeaseLost { .. }) => {}
-                    Err(e) => panic!("{}: {e}", store.name()),
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "{}: never moved on",
-                    store.name()
-                );
-                thread::sleep(Duration::from_millis(1));
-            }
-        };
-        assert!(
-            after > before,
-            "{}: IDs went back with the new worker",
-            store.name()
-        );
-        assert_eq!(g.worker(), FOUR.decode(after).unwrap().worker);
-        let thief = store.record(&ns, old).unwrap();
-        assert_eq!(
-            thief.holder,
-            "thief",
-            "{}: the old lease was written back",
-            store.name()
-        );
-        assert_eq!(g.lease().unwrap().state, LeaseState::Held);
-    }
-}
-
-/// Two generators after a loss, one id: the healing holder and a new build
-/// race for it; whichever wins, the other does not issue with it, and the
-/// IDs of the two never meet.
-#[test]
-fn a_healing_holder_and_a_new_build_race_for_one_id() {
-    let _serial = serial();
-    for store in Store::all() {
-        let ns = namespace("race-heal");
-        store.fresh(&ns);
-        let a = store
-            .leased(ONE, &ns)
-            .max_wait(Duration::from_secs(2))
-            .build_atomic()
-            .unwrap();
-        let mut a_ids = run_to_fence_or(&a, 20);
-        store.lose_data();
-        let b = thread::scope(|scope| {
-            let b = scope.spawn(|| {
-                store
-                    .leased(ONE, &ns)
-                    .max_wait(Duration::from_secs(2))
-                    .build_atomic()
-            });
-            let deadline = Instant::now() + Duration::from_secs(4);
-            while Instant::now() < deadline {
-                if let Ok(id) = a.try_next_id() {
-                    a_ids.push(id);
-                }
-                thread::sleep(Duration::from_millis(1));
-            }
-            b.join().unwrap()
-        });
-        match b {
-            // The new build won: the healing holder keeps asking, refused.
-            Ok(b) => {
-                let b_ids = run_to_fence_or(&b, 20);
-                assert_eq!(
-                    a.lease().unwrap().state,
-                    LeaseState::Reacquiring,
-                    "{}",
-                    store.name()
-                );
-                assert!(matches!(a.try_next_id(), Err(IssueError::LeaseLost { .. })));
-                let a_last = *a_ids.iter().max().unwrap();
-                assert!(b_ids.iter().all(|&id| id > a_last), "{}", store.name());
-            }
-            // The holder won its id back: the build found every id held.
-            Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. })) => {
-                assert_eq!(
-                    a.lease().unwrap().state,
-                    LeaseState::Held,
-                    "{}",
-                    store.name()
-                );
-                a.next_id().unwrap();
-            }
-            Err(e) => panic!("{}: {e}", store.name()),
-        }
-        common::assert_strictly_increasing(&a_ids, store.name());
-    }
-}
-
-/// A namespace an older flakegen wrote (records, no index) goes on
-/// working: its records are indexed on first use, a slice per read, and no
-/// live holder's id is handed out.
-#[test]
-fn a_namespace_an_older_flakegen_wrote_is_indexed_on_first_use() {
-    let _serial = serial();
-    const WIDE: Layout = Layout::builder().worker_bits(8).build_const();
-    for store in Store::all() {
-        let ns = namespace("upgrade");
-        // 100 records: every third held by a live holder, the others free.
-        for worker in 0..100 {
-            if worker % 3 == 0 {
-                store.put(&ns, worker, "older", 60_000, now_ms() + 60_000);
-            } else {
-                store.put(&ns, worker, "", 0, 0);
-            }
-        }
-        store.forget_index(&ns);
-        let generators: Vec<_> = (0..3)
-            .map(|_| store.leased(WIDE, &ns).build_atomic().unwrap())
-            .collect();
-        let mut workers = vec![];
-        for g in &generators {
-            assert!(
-                g.worker() % 3 != 0,
-                "{}: took a live holder's id {}",
-                store.name(),
-                g.worker()
-            );
-            g.next_id().unwrap();
-            workers.push(g.worker());
-        }
-        // The free ids whose fences passed long ago come first, lowest first.
-        assert_eq!(workers, [1, 2, 4], "{}", store.name());
+    fn freeze(&self) -> Option<Frozen> {
+        *self.frozen.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        let frozen = Arc::clone(&self.frozen);
+        Some(Frozen::new(move || {
+            *frozen.0.lock().unwrap_or_else(PoisonError::into_inner) = false;
+            frozen.1.notify_all();
+        }))
     }
 }

@@ -1,7 +1,7 @@
 //! What a registry says when its server refuses: each message names the
 //! cause and what to do. Against the real servers (`scripts/services.sh`).
 
-#![cfg(any(feature = "postgres", feature = "redis"))]
+#![cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
 
 mod common;
 
@@ -78,5 +78,68 @@ fn a_redis_that_wants_a_password_says_so() {
         let message = e.to_string();
         assert!(message.contains("password in the URL"), "{message}");
         assert!(message.contains("redis://:password@host"), "{message}");
+    }
+}
+
+/// A MySQL user that may read the database but not create tables is told
+/// how to have the table made for it.
+#[cfg(feature = "mysql")]
+#[test]
+fn a_mysql_user_that_may_not_create_the_table_is_told_how_to_get_it() {
+    let database = format!("flakegen_forbidden_{}", std::process::id());
+    let user = format!("flakegen_app_{}", std::process::id());
+    let admin = |sql: &str| Backend::Mysql.sql(sql);
+    admin(&format!(
+        "DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database}; \
+         DROP USER IF EXISTS {user}; CREATE USER {user} IDENTIFIED BY 'app'; \
+         GRANT SELECT ON {database}.* TO {user}"
+    ));
+
+    let url = as_user(&Backend::Mysql.url(), &format!("{user}:app@"), &database);
+    let registry = flakegen::lease::MysqlRegistry::new(&url).unwrap();
+    for e in every_step(&registry) {
+        assert!(matches!(e, LeaseError::Forbidden { .. }), "{e:?}");
+        let message = e.to_string();
+        assert!(message.contains("CREATE command denied"), "{message}");
+        assert!(message.contains("MysqlRegistry::DDL"), "{message}");
+        assert!(
+            message.contains("GRANT SELECT, INSERT, UPDATE ON flakegen_leases"),
+            "{message}"
+        );
+    }
+    drop(registry);
+    admin(&format!("DROP DATABASE {database}; DROP USER {user}"));
+}
+
+/// A URL that names a database the server does not have says which, and
+/// how to make it.
+#[cfg(feature = "mysql")]
+#[test]
+fn a_mysql_database_that_does_not_exist_is_named() {
+    let url = Backend::Mysql.url();
+    let (base, _) = url.rsplit_once('/').unwrap();
+    let registry = flakegen::lease::MysqlRegistry::new(&format!("{base}/no_such_db")).unwrap();
+    for e in every_step(&registry) {
+        assert!(matches!(e, LeaseError::UnknownDatabase { .. }), "{e:?}");
+        let message = e.to_string();
+        assert!(message.contains("no database \"no_such_db\""), "{message}");
+        assert!(message.contains("CREATE DATABASE no_such_db"), "{message}");
+    }
+}
+
+/// A wrong password is said as wrong credentials, with the URL's form, not
+/// as a TLS problem (the server is asked again over TLS to tell them apart).
+#[cfg(feature = "mysql")]
+#[test]
+fn a_wrong_mysql_password_is_said_as_credentials() {
+    let url = Backend::Mysql.url();
+    let database = url.rsplit('/').next().unwrap();
+    let url = as_user(&url, "flakegen:wrong@", database);
+    let registry = flakegen::lease::MysqlRegistry::new(&url).unwrap();
+    for e in every_step(&registry) {
+        assert!(matches!(e, LeaseError::Unauthorized { .. }), "{e:?}");
+        let message = e.to_string();
+        assert!(message.contains("Access denied"), "{message}");
+        assert!(message.contains("mysql://user:password@host"), "{message}");
     }
 }

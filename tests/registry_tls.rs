@@ -1,11 +1,11 @@
-//! TLS to both registries, against the real servers and the throwaway CA
+//! TLS to every registry, against the real servers and the throwaway CA
 //! that `scripts/services.sh` makes: verified leases work; an unknown CA, or
 //! a plain client where TLS is wanted, is refused with an error that says
 //! so; and a connection a restarting server drops is not called a TLS problem.
 //!
 //! One test stops a server, so the tests of this file run one at a time.
 
-#![cfg(any(feature = "postgres", feature = "redis"))]
+#![cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
 
 mod common;
 
@@ -50,8 +50,13 @@ fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
     let _serial = serial();
     for backend in Backend::all() {
         let url = backend.tls_url();
-        let (base, _) = url.split_once("sslrootcert=").unwrap();
-        let e = first_error(&format!("{base}sslrootcert={}", unknown_ca()));
+        let ca = if url.starts_with("mysql") {
+            "ssl-ca="
+        } else {
+            "sslrootcert="
+        };
+        let (base, _) = url.split_once(ca).unwrap();
+        let e = first_error(&format!("{base}{ca}{}", unknown_ca()));
         assert!(
             matches!(e, LeaseError::Tls { .. }),
             "{}: {e:?}",
@@ -59,7 +64,7 @@ fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
         );
         let message = e.to_string();
         assert!(message.contains("UnknownIssuer"), "{message}");
-        assert!(message.contains("sslrootcert"), "{message}");
+        assert!(message.contains(ca), "{message}");
     }
 }
 
@@ -71,6 +76,7 @@ fn a_plain_client_where_tls_is_wanted_is_told_so() {
         // The same server, role and port, without TLS.
         let plain = match url.split_once("://") {
             Some(("rediss", rest)) => format!("redis://{}", rest.split('?').next().unwrap()),
+            Some(("mysql", _)) => url.split('?').next().unwrap().to_owned(),
             _ => url.replace("sslmode=verify-full", "sslmode=disable"),
         };
         let e = first_error(&plain);

@@ -174,21 +174,24 @@ impl fmt::Display for LeaseError {
             LeaseError::Tls { address, reason } => write!(
                 f,
                 "TLS with the lease registry at {address} failed ({reason}): check the CA file \
-                 (sslrootcert=<file> in the URL; the system's CAs without one), that the \
-                 server's certificate names the host in the URL (or use sslmode=verify-ca), \
-                 and that the server takes TLS on this port"
+                 (sslrootcert=<file> in a postgres:// or rediss:// URL, ssl-ca=<file> in a \
+                 mysql:// one; the system's CAs without one), that the server's certificate \
+                 names the host in the URL (or verify the CA alone: sslmode=verify-ca, \
+                 ssl-mode=VERIFY_CA), and that the server takes TLS on this port"
             ),
             LeaseError::TlsRequired { address, source } => write!(
                 f,
                 "lease registry at {address} turned away a connection without TLS ({source}): \
-                 if the server wants TLS, use rediss:// for Redis, or add sslmode=verify-full \
-                 (with sslrootcert=<CA file>) to a postgres:// URL"
+                 if the server wants TLS, use rediss:// for Redis, add sslmode=verify-full \
+                 (with sslrootcert=<CA file>) to a postgres:// URL, or \
+                 ssl-mode=VERIFY_IDENTITY (with ssl-ca=<CA file>) to a mysql:// one"
             ),
             LeaseError::Unauthorized { address, source } => write!(
                 f,
                 "lease registry at {address} refused the credentials ({source}): check the \
                  user name and password in the URL (postgres://user:password@host:port/db, \
-                 redis://:password@host:port/db; percent-encode special characters)"
+                 mysql://user:password@host:port/db, redis://:password@host:port/db; \
+                 percent-encode special characters)"
             ),
             LeaseError::Forbidden {
                 address,

@@ -11,6 +11,8 @@ pub enum Backend {
     Postgres,
     #[cfg(feature = "redis")]
     Redis,
+    #[cfg(feature = "mysql")]
+    Mysql,
 }
 
 impl Backend {
@@ -21,6 +23,8 @@ impl Backend {
             Backend::Postgres,
             #[cfg(feature = "redis")]
             Backend::Redis,
+            #[cfg(feature = "mysql")]
+            Backend::Mysql,
         ]
     }
 
@@ -30,6 +34,8 @@ impl Backend {
             Backend::Postgres => "postgres",
             #[cfg(feature = "redis")]
             Backend::Redis => "redis",
+            #[cfg(feature = "mysql")]
+            Backend::Mysql => "mysql",
         }
     }
 
@@ -41,17 +47,22 @@ impl Backend {
             Backend::Postgres => env("FLAKEGEN_TEST_POSTGRES_URL"),
             #[cfg(feature = "redis")]
             Backend::Redis => env("FLAKEGEN_TEST_REDIS_URL"),
+            #[cfg(feature = "mysql")]
+            Backend::Mysql => env("FLAKEGEN_TEST_MYSQL_URL"),
         }
     }
 
     /// The test server's URL over TLS, verified against the test CA: a role
-    /// that PostgreSQL takes over TLS only; Redis's TLS-only port.
+    /// that PostgreSQL takes over TLS only; Redis's TLS-only port; a
+    /// MariaDB user that `REQUIRE SSL`.
     pub fn tls_url(self) -> String {
         match self {
             #[cfg(feature = "postgres")]
             Backend::Postgres => env("FLAKEGEN_TEST_POSTGRES_TLS_URL"),
             #[cfg(feature = "redis")]
             Backend::Redis => env("FLAKEGEN_TEST_REDIS_TLS_URL"),
+            #[cfg(feature = "mysql")]
+            Backend::Mysql => env("FLAKEGEN_TEST_MYSQL_TLS_URL"),
         }
     }
 }
@@ -73,12 +84,20 @@ fn env(var: &str) -> String {
 }
 
 impl Backend {
+    /// The server's name in `scripts/services.sh`.
+    pub fn service(self) -> &'static str {
+        match self.name() {
+            "mysql" => "mariadb",
+            name => name,
+        }
+    }
+
     /// Stops or starts this backend's server with the services script.
     pub fn services(self, action: &str) {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
         let status = Command::new("bash")
             .arg(script)
-            .args([action, self.name()])
+            .args([action, self.service()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status()
@@ -86,17 +105,18 @@ impl Backend {
         assert!(
             status.success(),
             "services.sh {action} {} failed",
-            self.name()
+            self.service()
         );
     }
 
-    /// The server's processes, to freeze: Redis's one, or PostgreSQL's
-    /// postmaster and its backends.
+    /// The server's processes, to freeze: Redis's or MariaDB's one, or
+    /// PostgreSQL's postmaster and its backends.
     pub fn server_pids(self) -> Vec<String> {
         let dir = std::env::var("FLAKEGEN_SERVICES_DIR")
             .unwrap_or_else(|_| "/tmp/flakegen-services".to_owned());
         let main = match self.name() {
             "redis" => std::fs::read_to_string(format!("{dir}/redis.pid")),
+            "mysql" => std::fs::read_to_string(format!("{dir}/mariadb/mariadb.pid")),
             _ => std::fs::read_to_string(format!("{dir}/postgres/postmaster.pid")),
         };
         let Some(main) = main.ok().and_then(|t| t.lines().next().map(str::to_owned)) else {
@@ -114,8 +134,8 @@ impl Backend {
         pids
     }
 
-    /// Loses the registry's data: `TRUNCATE` on PostgreSQL, a crash and a
-    /// start on Redis (which runs without persistence).
+    /// Loses the registry's data: `TRUNCATE` on PostgreSQL and MariaDB, a
+    /// crash and a start on Redis (which runs without persistence).
     pub fn lose_data(self) {
         match self {
             #[cfg(feature = "postgres")]
@@ -128,6 +148,14 @@ impl Backend {
             }
             #[cfg(feature = "redis")]
             Backend::Redis => self.services("crash"),
+            #[cfg(feature = "mysql")]
+            Backend::Mysql => self.sql(
+                // TRUNCATE drops and recreates the table: its stamp changes.
+                "SET @t = IF((SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_name = 'flakegen_leases') > 0, \
+                 'TRUNCATE flakegen_leases', 'DO 0'); \
+                 PREPARE s FROM @t; EXECUTE s; DEALLOCATE PREPARE s",
+            ),
         }
     }
 }
@@ -135,8 +163,9 @@ impl Backend {
 impl Backend {
     /// Takes away the index a registry keeps beside its records, as a
     /// namespace written by an older flakegen has none: the PostgreSQL
-    /// table's partial indexes and the namespace's cursor row; the Redis
-    /// namespace's index keys.
+    /// table's partial indexes and the namespace's cursor row; the MariaDB
+    /// table's cursor rows (its indexes came with its first version); the
+    /// Redis namespace's index keys.
     pub fn forget_index(self, namespace: &str) {
         match self {
             #[cfg(feature = "postgres")]
@@ -169,6 +198,8 @@ impl Backend {
                     .unwrap();
                 assert!(status.success(), "redis-cli DEL failed");
             }
+            #[cfg(feature = "mysql")]
+            Backend::Mysql => self.sql("DELETE FROM flakegen_leases WHERE worker = -2"),
         }
     }
 }
@@ -185,6 +216,27 @@ impl Backend {
             ),
             #[cfg(feature = "redis")]
             Backend::Redis => panic!("Redis takes no SQL"),
+            #[cfg(feature = "mysql")]
+            Backend::Mysql => {
+                // mysql://user:password@host:port/database
+                let url = self.url();
+                let rest = url.trim_start_matches("mysql://");
+                let (credentials, rest) = rest.split_once('@').unwrap();
+                let (user, password) = credentials.split_once(':').unwrap();
+                let (address, database) = rest.split_once('/').unwrap();
+                let (host, port) = address.split_once(':').unwrap();
+                let database = database.split('?').next().unwrap();
+                (
+                    "mariadb",
+                    [
+                        "-h", host, "-P", port, "-u", user, database, "-N", "-e", sql,
+                    ]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([format!("-p{password}")])
+                    .collect(),
+                )
+            }
         };
         let output = Command::new(program)
             .args(&args)
@@ -210,4 +262,32 @@ pub fn signal_all(pids: &[String], signal: &str) {
         .args(pids)
         .stderr(Stdio::null())
         .status();
+}
+
+/// Each backend's server runs the lease contract suite of `flakegen-contract`.
+impl flakegen_contract::Fixture for Backend {
+    fn name(&self) -> &str {
+        Backend::name(*self)
+    }
+
+    fn registry(&self) -> std::sync::Arc<dyn flakegen::lease::backend::Registry> {
+        flakegen::lease::connect(&self.url()).unwrap()
+    }
+
+    fn lose_data(&self) {
+        Backend::lose_data(*self);
+    }
+
+    fn freeze(&self) -> Option<flakegen_contract::Frozen> {
+        let pids = self.server_pids();
+        assert!(!pids.is_empty(), "no {} server to freeze", self.service());
+        signal_all(&pids, "-STOP");
+        Some(flakegen_contract::Frozen::new(move || {
+            signal_all(&pids, "-CONT")
+        }))
+    }
+
+    fn forget_index(&self, namespace: &str) {
+        Backend::forget_index(*self, namespace);
+    }
 }

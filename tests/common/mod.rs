@@ -3,11 +3,10 @@
 #![allow(dead_code)] // each test file uses its own subset
 #![allow(unreachable_pub)] // a module of each test crate, not a public API
 
-#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
 pub mod backend;
 #[cfg(feature = "tokio")]
 pub mod heartbeat;
-pub mod store;
 
 use std::time::Duration;
 

@@ -1,0 +1,271 @@
+//! The lease contract of [`flakegen`] as a test suite, to run over a
+//! worker-id registry of your own.
+//!
+//! A [`Registry`] is three calls (`read`, `mark`, `swap`), and the
+//! contract that makes leased IDs unique rests on each of them: a swap that
+//! writes over a newer record, a marker earlier than the loss it follows, a
+//! fence that reaches past the terms, and two live holders share an id. The
+//! rules are stated in [`flakegen::lease`]; this crate is the suite that
+//! checks them, the one flakegen runs over its own memory, PostgreSQL,
+//! MySQL and Redis registries.
+//!
+//! Give the suite a [`Fixture`]: your registry, and the faults the suite
+//! puts it through (its data lost, its server frozen). [`suite!`] writes one
+//! `#[test]` per rule in the module it is called in:
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use flakegen::lease::MemoryRegistry;
+//! use flakegen::lease::backend::Registry;
+//! use flakegen_contract::Fixture;
+//!
+//! /// Stands for your registry, with a way to lose its data.
+//! struct Memory(MemoryRegistry);
+//!
+//! impl Fixture for Memory {
+//!     fn name(&self) -> &str {
+//!         "memory"
+//!     }
+//!     fn registry(&self) -> Arc<dyn Registry> {
+//!         Arc::new(self.0.clone())
+//!     }
+//!     fn lose_data(&self) {
+//!         self.0.lose_data();
+//!     }
+//! }
+//!
+//! // In tests/contract.rs: `cargo test --test contract` runs every rule
+//! // but the two that need a frozen server.
+//! flakegen_contract::suite!(Memory(MemoryRegistry::new()), without_freeze);
+//! # fn main() {}
+//! ```
+//!
+//! The suite's tests of one fixture run one at a time (a loss wipes the
+//! whole registry), each in a namespace of its own, with a 300 ms TTL: a
+//! suite takes about a minute. A registry on a real server should run it
+//! against that server, with faults the server really has: `TRUNCATE`, a
+//! restart without persistence, `SIGSTOP`. A registry that only passes
+//! against a mock has passed nothing.
+//!
+//! With the `tokio` feature the suite adds the rules of leases inside tokio
+//! runtimes: builds, drops and shutdowns on both flavours, which may neither
+//! panic, block a runtime's thread, nor keep an id they let go.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use flakegen::lease::backend::Registry;
+
+#[cfg(feature = "tokio")]
+mod heartbeat;
+#[cfg(feature = "tokio")]
+#[doc(hidden)]
+pub mod in_tokio;
+#[doc(hidden)]
+pub mod rules;
+mod store;
+mod support;
+
+/// A registry under test, and the faults the suite puts it through.
+///
+/// A fixture serves one suite; the suite runs its tests one at a time.
+pub trait Fixture: Send + Sync {
+    /// The name the suite's messages give this registry.
+    fn name(&self) -> &str;
+
+    /// A registry client, as a new process would connect one: the suite
+    /// asks for one per lease and per record it reads or writes itself.
+    fn registry(&self) -> Arc<dyn Registry>;
+
+    /// Loses every record and marker the registry holds, as its server's
+    /// real losses do: `TRUNCATE` on a table, a restart without persistence.
+    ///
+    /// Returns once the loss happened; clients connected before it must
+    /// see it (on their next call or after reconnecting), as they would in
+    /// production.
+    fn lose_data(&self);
+
+    /// Stops the registry's server from answering, without closing its
+    /// connections (`SIGSTOP`), until the guard is dropped; `None` if this
+    /// fixture cannot, in which case run the suite `without_freeze`.
+    fn freeze(&self) -> Option<Frozen> {
+        None
+    }
+
+    /// Takes away whatever index the registry keeps beside the records of
+    /// `namespace`, as a namespace an older version wrote would lack it. A
+    /// registry that keeps none does nothing.
+    fn forget_index(&self, namespace: &str) {
+        let _ = namespace;
+    }
+}
+
+/// A frozen registry server, thawed when this is dropped: what
+/// [`Fixture::freeze`] returns.
+pub struct Frozen {
+    thaw: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Frozen {
+    /// A freeze that `thaw` ends.
+    pub fn new(thaw: impl FnOnce() + Send + 'static) -> Self {
+        Frozen {
+            thaw: Some(Box::new(thaw)),
+        }
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        if let Some(thaw) = self.thaw.take() {
+            thaw();
+        }
+    }
+}
+
+impl std::fmt::Debug for Frozen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Frozen")
+    }
+}
+
+/// Writes the contract suite over a [`Fixture`]: one `#[test]` per rule,
+/// in the module it is called in.
+///
+/// ```text
+/// flakegen_contract::suite!(fixture);                  // every rule
+/// flakegen_contract::suite!(fixture, without_freeze);  // but the two that freeze the server
+/// ```
+///
+/// The fixture expression is evaluated once, by the first test that runs;
+/// the tests of one call run one at a time. Call it once per module.
+#[macro_export]
+macro_rules! suite {
+    ($fixture:expr $(,)?) => {
+        $crate::__suite!($fixture; with_freeze);
+    };
+    ($fixture:expr, without_freeze $(,)?) => {
+        $crate::__suite!($fixture; without_freeze);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suite {
+    ($fixture:expr; $freeze:ident) => {
+        static __FLAKEGEN_CONTRACT_SUITE: $crate::__private::Suite = $crate::__private::Suite::new();
+
+        fn __flakegen_contract_fixture() -> ::std::boxed::Box<dyn $crate::Fixture> {
+            ::std::boxed::Box::new($fixture)
+        }
+
+        $crate::__tests!(rules:
+            each_generator_gets_its_own_id_until_all_are_held,
+            a_released_id_is_taken_over_at_once_above_the_last_id,
+            a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued,
+            an_expired_lease_is_taken_over_at_or_after_its_fence,
+            a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back,
+            a_renewal_never_lowers_a_fence_nor_extends_one_beyond_the_ttl,
+            a_fence_inside_a_unit_starts_the_successor_at_the_next_unit,
+            a_refusal_at_the_fence_consumes_nothing,
+            a_healthy_lease_is_never_refused,
+            a_lost_lease_runs_to_its_fence_and_is_never_taken_back,
+            a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss,
+            two_losses_within_a_ttl_keep_holders_apart,
+            a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew,
+            the_marker_is_no_earlier_than_the_loss,
+            a_build_right_after_a_loss_waits_for_its_fence,
+            a_slow_build_renews_before_it_returns,
+            bad_terms_get_clear_errors,
+            generators_that_lose_their_registry_issue_again_without_a_rebuild,
+            a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back,
+            a_healing_holder_and_a_new_build_race_for_one_id,
+            a_namespace_an_older_flakegen_wrote_is_indexed_on_first_use,
+        );
+        $crate::__if_freeze!($freeze; rules:
+            a_frozen_registry_costs_the_timeout_and_lease_says_why,
+        );
+        $crate::__if_tokio!(in_tokio:
+            a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id,
+            a_cancelled_build_gives_its_lease_back,
+            a_build_that_waits_for_a_fence_leaves_the_runtime_beating,
+        );
+        $crate::__if_tokio!(@freeze $freeze; in_tokio:
+            a_drop_with_the_registry_frozen_returns_at_once,
+        );
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __tests {
+    ($module:ident: $($rule:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $rule() {
+                __FLAKEGEN_CONTRACT_SUITE.run(
+                    __flakegen_contract_fixture,
+                    $crate::$module::$rule,
+                );
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_freeze {
+    (with_freeze; $($tests:tt)*) => {
+        $crate::__tests!($($tests)*);
+    };
+    (without_freeze; $($tests:tt)*) => {};
+}
+
+// The suite's tokio rules exist when this crate's `tokio` feature is on,
+// whatever the features of the crate that calls `suite!`.
+#[cfg(feature = "tokio")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_tokio {
+    (@freeze $freeze:ident; $($tests:tt)*) => {
+        $crate::__if_freeze!($freeze; $($tests)*);
+    };
+    ($($tests:tt)*) => {
+        $crate::__tests!($($tests)*);
+    };
+}
+
+#[cfg(not(feature = "tokio"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_tokio {
+    ($($tests:tt)*) => {};
+}
+
+#[doc(hidden)]
+pub mod __private {
+    use super::*;
+
+    /// One `suite!` call's fixture, built by its first test, and the lock
+    /// that runs its tests one at a time.
+    pub struct Suite {
+        fixture: OnceLock<Box<dyn Fixture>>,
+        serial: Mutex<()>,
+    }
+
+    impl Suite {
+        #[allow(clippy::new_without_default)]
+        pub const fn new() -> Self {
+            Suite {
+                fixture: OnceLock::new(),
+                serial: Mutex::new(()),
+            }
+        }
+
+        pub fn run(&self, fixture: fn() -> Box<dyn Fixture>, rule: fn(&dyn Fixture)) {
+            // A failed rule must not fail the ones after it.
+            let _serial = self.serial.lock().unwrap_or_else(PoisonError::into_inner);
+            rule(&**self.fixture.get_or_init(fixture));
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! The registry under test, through its fixture: the terms the suite leases
+//! on, and the records it writes and reads straight through the registry.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use flakegen::lease::Lease;
+use flakegen::lease::backend::{Expect, NewRecord, Record, Registry};
+use flakegen::{Builder, Clock, Layout, SystemClock};
+
+use crate::{Fixture, Frozen};
+
+/// The terms the suite leases on: short, so that expiry and renewal happen
+/// within a test.
+pub(crate) const TTL: Duration = Duration::from_millis(300);
+pub(crate) const RENEW: Duration = Duration::from_millis(50);
+pub(crate) const SKEW: Duration = Duration::from_millis(100);
+
+/// A registry under test, and the faults it can be put through.
+pub(crate) struct Store<'a> {
+    fixture: &'a dyn Fixture,
+}
+
+impl<'a> Store<'a> {
+    pub(crate) fn new(fixture: &'a dyn Fixture) -> Self {
+        Store { fixture }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        self.fixture.name()
+    }
+
+    pub(crate) fn registry(&self) -> Arc<dyn Registry> {
+        self.fixture.registry()
+    }
+
+    /// The registry loses every record and its marker.
+    pub(crate) fn lose_data(&self) {
+        self.fixture.lose_data();
+    }
+
+    /// The registry stops answering until the guard is dropped.
+    pub(crate) fn freeze(&self) -> Frozen {
+        self.fixture.freeze().unwrap_or_else(|| {
+            panic!(
+                "{}: this fixture cannot freeze its server, and this test needs it: implement \
+                 Fixture::freeze, or run the suite without it (suite!(fixture, without_freeze))",
+                self.name()
+            )
+        })
+    }
+
+    /// The registry loses the index it keeps beside its records, if any.
+    pub(crate) fn forget_index(&self, namespace: &str) {
+        self.fixture.forget_index(namespace);
+    }
+
+    pub(crate) fn lease(&self, namespace: &str) -> Lease {
+        Lease::new(self.registry(), namespace)
+            .ttl(TTL)
+            .renew_every(RENEW)
+            .skew(SKEW)
+    }
+
+    /// A leased builder on the system clock.
+    pub(crate) fn leased(&self, layout: Layout, namespace: &str) -> Builder {
+        Builder::new().layout(layout).lease(self.lease(namespace))
+    }
+
+    /// A leased builder whose lost lease stays lost (`Lease::reacquire(false)`):
+    /// a holder that is paused for good, or that fails over by itself.
+    pub(crate) fn leased_once(&self, layout: Layout, namespace: &str) -> Builder {
+        Builder::new()
+            .layout(layout)
+            .lease(self.lease(namespace).reacquire(false))
+    }
+
+    /// Writes `worker`'s record as a holder would have left it: held by
+    /// `holder` for `ttl_ms` (free if 0), fenced at `fence_ms`.
+    pub(crate) fn put(
+        &self,
+        namespace: &str,
+        worker: u64,
+        holder: &str,
+        ttl_ms: u64,
+        fence_ms: u64,
+    ) {
+        let registry = self.registry();
+        let snapshot = registry.read(namespace, worker + 1, Some(worker)).unwrap();
+        let marker_unix_millis = match snapshot.marker_unix_millis {
+            Some(marker) => marker,
+            None => registry.mark(namespace).unwrap(),
+        };
+        let version = snapshot
+            .records
+            .iter()
+            .find(|r| r.worker == worker)
+            .map(|r| r.version);
+        let record = NewRecord {
+            holder,
+            version: 1 + version.unwrap_or(0),
+            ttl_millis: ttl_ms,
+            fence_unix_millis: fence_ms,
+        };
+        let expect = Expect {
+            marker_unix_millis,
+            version,
+        };
+        let written = registry.swap(namespace, worker, expect, &record).unwrap();
+        assert!(
+            written.is_some(),
+            "{}: could not write id {worker}",
+            self.name()
+        );
+    }
+
+    /// Id 0 free with a fence long passed, whenever the registry last lost
+    /// its data: a test on a `ManualClock` must not wait out the marker rule.
+    pub(crate) fn fresh(&self, namespace: &str) {
+        self.put(namespace, 0, "", 0, 0);
+    }
+
+    /// The record of `worker`, if any.
+    pub(crate) fn record(&self, namespace: &str, worker: u64) -> Option<Record> {
+        let snapshot = self
+            .registry()
+            .read(namespace, worker + 1, Some(worker))
+            .unwrap();
+        snapshot.records.into_iter().find(|r| r.worker == worker)
+    }
+
+    /// Writes another holder's name over `worker`'s record, retrying if
+    /// its holder renews in between.
+    pub(crate) fn steal(&self, namespace: &str, worker: u64) {
+        let registry = self.registry();
+        for _ in 0..20 {
+            let record = self.record(namespace, worker).unwrap();
+            let expect = Expect {
+                marker_unix_millis: record.marker_unix_millis,
+                version: Some(record.version),
+            };
+            let thief = NewRecord {
+                holder: "thief",
+                version: record.version + 1,
+                ttl_millis: 60_000,
+                fence_unix_millis: record.fence_unix_millis,
+            };
+            if registry
+                .swap(namespace, worker, expect, &thief)
+                .unwrap()
+                .is_some()
+            {
+                return;
+            }
+        }
+        panic!("{}: could not steal the lease", self.name());
+    }
+}
+
+/// A namespace no other test uses.
+pub(crate) fn namespace(test: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{test}-{}-{nanos}", std::process::id())
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemClock.unix_nanos() / 1_000_000
+}

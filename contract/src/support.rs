@@ -1,0 +1,71 @@
+//! What the suite's tests share: every strategy from one builder, and the
+//! order of IDs.
+
+use std::time::Duration;
+
+use flakegen::{
+    Builder, Clock, IdGenerator, IssueError, Layout, Snowflake, Strategy, TickerGenerator,
+};
+
+/// Builds `strategy` from `builder`.
+///
+/// The ticker is built without its thread and refreshed before every call:
+/// what its thread does at each boundary, made deterministic under a
+/// `ManualClock` (a thread would notice a manual clock change up to one unit
+/// later, and a test could not tell when). Its thread and its fallbacks have
+/// tests of their own.
+pub(crate) fn build<C: Clock + Clone + 'static>(
+    strategy: Strategy,
+    builder: Builder<C>,
+) -> Box<dyn IdGenerator> {
+    match strategy {
+        Strategy::Ticker => Box::new(Refreshed(builder.build_ticker_without_thread().unwrap())),
+        other => builder.build(other).unwrap(),
+    }
+}
+
+/// A thread-less ticker that reads the clock before every call.
+pub(crate) struct Refreshed<C: Clock + 'static>(pub TickerGenerator<C>);
+
+impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
+    fn next_id(&self) -> Result<Snowflake, IssueError> {
+        self.0.refresh();
+        self.0.next_id()
+    }
+    fn try_next_id(&self) -> Result<Snowflake, IssueError> {
+        self.0.refresh();
+        self.0.try_next_id()
+    }
+    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        self.0.refresh();
+        self.0.next_ids(ids)
+    }
+    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        self.0.refresh();
+        self.0.try_next_ids(ids)
+    }
+    fn layout(&self) -> &Layout {
+        self.0.layout()
+    }
+    fn worker(&self) -> u64 {
+        self.0.worker()
+    }
+    fn max_wait(&self) -> Duration {
+        self.0.max_wait()
+    }
+    fn lease(&self) -> Option<flakegen::lease::LeaseStatus> {
+        self.0.lease()
+    }
+}
+
+/// Asserts the sequence is strictly increasing (hence also free of duplicates).
+pub(crate) fn assert_strictly_increasing(ids: &[Snowflake], context: impl std::fmt::Display) {
+    if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
+        panic!(
+            "{context}: ids[{i}] = {} is not below ids[{}] = {}",
+            ids[i],
+            i + 1,
+            ids[i + 1]
+        );
+    }
+}
