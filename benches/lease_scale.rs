@@ -160,8 +160,38 @@ fn servers() -> Result<Vec<Server>, String> {
             }),
         });
     }
+    #[cfg(feature = "mysql")]
+    {
+        let url = env("FLAKEGEN_TEST_MYSQL_URL")?;
+        let (user, password, host, port) = parts(&url);
+        let sql = move |sql: &str| {
+            run(
+                "mariadb",
+                &["-h", &host, "-P", &port, "-u", &user, "-N", "-e", sql],
+                &[("MYSQL_PWD", &password)],
+            )
+        };
+        servers.push(Server {
+            name: "MariaDB",
+            url,
+            stats: Box::new(move |stat| match stat {
+                // Every statement, into the table mysql.slow_log.
+                Stat::Reset => sql(
+                    "SET GLOBAL log_output = 'TABLE', GLOBAL long_query_time = 0, \
+                     GLOBAL slow_query_log = 1; TRUNCATE mysql.slow_log",
+                )
+                .map(|_| 0.0),
+                Stat::Longest => sql("SELECT COALESCE(MAX(TIME_TO_SEC(query_time) + \
+                     MICROSECOND(query_time) / 1e6), 0) * 1000 FROM mysql.slow_log \
+                     WHERE sql_text LIKE '%flakegen_leases%'")?
+                .trim()
+                .parse()
+                .map_err(|e| format!("mysql.slow_log: {e}")),
+            }),
+        });
+    }
     if servers.is_empty() {
-        return Err("no lease backend: build with --features postgres,redis".into());
+        return Err("no lease backend: build with --features postgres,redis,mysql".into());
     }
     Ok(servers)
 }

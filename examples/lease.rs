@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
+//! cargo run --release --features mysql --example lease -- "$FLAKEGEN_TEST_MYSQL_URL"
 //! cargo run --release --features postgres,redis --example lease -- "$FLAKEGEN_TEST_REDIS_URL"
 //! cargo run --release --features postgres,redis --example lease -- "$FLAKEGEN_TEST_POSTGRES_URL"
 //! ```
@@ -24,7 +25,7 @@ use clap::Parser;
 use flakegen::lease::{self, Lease};
 use flakegen::{Builder, Clock, Error, IdGenerator, Layout, Strategy, SystemClock};
 
-/// Lease a worker id from a registry (postgres:// or redis:// URL) and issue IDs.
+/// Lease a worker id from a registry (mysql://, postgres:// or redis:// URL) and issue IDs.
 #[derive(Parser)]
 struct Args {
     /// The registry: postgres://user:password@host:port/db or redis://:password@host:port/db.

@@ -27,7 +27,7 @@ use flakegen::lease::{
 /// Measure renewal round trips and wake-up delays under load.
 #[derive(Parser)]
 struct Args {
-    /// The registry: postgres:// or redis:// URL.
+    /// The registry: mysql://, postgres:// or redis:// URL.
     #[arg(env = "FLAKEGEN_LEASE_URL")]
     url: String,
     /// How many renewals (and sleeps) to time.

@@ -26,15 +26,17 @@
 # FLAKEGEN_TEST_OTHER_CA too.
 #
 # Settings (environment): FLAKEGEN_SERVICES_DIR (default /tmp/flakegen-services),
-# FLAKEGEN_PG_PORT (55432), FLAKEGEN_REDIS_PORT (56379), FLAKEGEN_REDIS_TLS_PORT (56380),
-# FLAKEGEN_MYSQL_PORT (53306).
+# FLAKEGEN_PG_PORT (25432), FLAKEGEN_REDIS_PORT (26379), FLAKEGEN_REDIS_TLS_PORT (26380),
+# FLAKEGEN_MYSQL_PORT (23306). The defaults lie below Linux's ephemeral ports
+# (32768-60999): there, a client reconnecting while its server restarts can
+# be given the server's own port, and the server cannot bind it again.
 set -euo pipefail
 
 dir=${FLAKEGEN_SERVICES_DIR:-/tmp/flakegen-services}
-pg_port=${FLAKEGEN_PG_PORT:-55432}
-redis_port=${FLAKEGEN_REDIS_PORT:-56379}
-redis_tls_port=${FLAKEGEN_REDIS_TLS_PORT:-56380}
-mysql_port=${FLAKEGEN_MYSQL_PORT:-53306}
+pg_port=${FLAKEGEN_PG_PORT:-25432}
+redis_port=${FLAKEGEN_REDIS_PORT:-26379}
+redis_tls_port=${FLAKEGEN_REDIS_TLS_PORT:-26380}
+mysql_port=${FLAKEGEN_MYSQL_PORT:-23306}
 password=flakegen-test
 tls="$dir/tls"
 pg_url="postgres://flakegen:$password@127.0.0.1:$pg_port/postgres"
@@ -98,8 +100,15 @@ make_certs() {
   chmod 644 "$tls"/*.crt
 }
 
+# Whether nothing listens on port $1, waiting up to 5 s: a server killed a
+# moment ago may hold its socket a little longer (MariaDB's io_uring).
 port_free() {
-  ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+  local _
+  for _ in $(seq 50); do
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  return 1
 }
 
 start_postgres() {
@@ -245,9 +254,13 @@ start_mariadb() {
   chown mysql: "$data/server.key" 2>/dev/null || true
   chmod 600 "$data/server.key"
   say "starting mariadb on 127.0.0.1:$mysql_port"
+  # Commits reach the OS at once and the disk once a second: a SIGKILL
+  # loses no commit (an OS crash could, which the tests never do). With 0,
+  # a crash would forget the last second's renewals, which no registry can
+  # tell from data it never had.
   "$bin" --no-defaults --user=mysql --datadir="$data" --port="$mysql_port" \
     --bind-address=127.0.0.1 --socket="$data/mariadb.sock" --pid-file="$data/mariadb.pid" \
-    --log-error="$data/mariadb.log" --skip-log-bin --innodb-flush-log-at-trx-commit=0 \
+    --log-error="$data/mariadb.log" --skip-log-bin --innodb-flush-log-at-trx-commit=2 \
     --ssl-ca="$tls/ca.crt" --ssl-cert="$tls/server.crt" --ssl-key="$data/server.key" \
     >/dev/null 2>&1 &
   for _ in $(seq 300); do
@@ -271,7 +284,7 @@ stop_mariadb() {
   stop_pid_file mariadb "$dir/mariadb/mariadb.pid"
 }
 
-# A crash: SIGKILL, then a start. InnoDB recovers its data (the flushed part).
+# A crash: SIGKILL, then a start. InnoDB recovers every commit from its log.
 crash_mariadb() {
   local pid_file="$dir/mariadb/mariadb.pid" pid
   [ -f "$pid_file" ] || die "mariadb is not running"

@@ -127,6 +127,7 @@
 //! |---|---|---|
 //! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON), `Layout` (a preset's name, or its fields) and [`Strategy`]: [the `serde` module](crate::serde) | `serde` |
 //! | `postgres` | worker-id leases in a PostgreSQL table (`lease::PostgresRegistry`); [`Snowflake`] as a `BIGINT` for the `postgres` crates (`sql`) | `tokio-postgres`, a small `tokio` runtime driven by the lease's thread |
+//! | `mysql` | worker-id leases in a MySQL or MariaDB table (`lease::MysqlRegistry`) | `mysql_async` (pure Rust, rustls), the same small runtime |
 //! | `redis` | worker-id leases in Redis (`lease::RedisRegistry`) | `redis`, the same small runtime |
 //! | `sqlx` | [`Snowflake`] as a `BIGINT` for sqlx 0.8 (PostgreSQL, MySQL/MariaDB, SQLite): `sql` | `sqlx-core` |
 //! | `tokio` | `AsyncIdGenerator` (`next_id_async`), `Builder::build_async`, `Release::wait_async`: every wait a tokio sleep | `tokio` (timer only) |

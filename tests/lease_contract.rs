@@ -18,7 +18,7 @@ mod common;
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, Listing, NewRecord, Registry, Snapshot};
 use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry};
 use flakegen_contract::{Fixture, Frozen};
 
@@ -88,6 +88,10 @@ impl Registry for Gate {
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         self.pass()?;
         self.registry.mark(namespace)
+    }
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        self.pass()?;
+        self.registry.list(namespace)
     }
     fn swap(
         &self,

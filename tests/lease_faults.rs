@@ -8,8 +8,9 @@
 //! leasing again by itself (healing). Meanwhile the driver injects faults at
 //! random: `SIGSTOP` (past the TTL, often) and `SIGKILL` of holders, server
 //! freezes (`SIGSTOP` of the server), server restarts one at a time and in
-//! bursts (Redis comes back empty: a loss), and `TRUNCATE` bursts on
-//! PostgreSQL (a loss). At the end, one merged check of every ID, per
+//! bursts (Redis comes back empty: a loss), MariaDB crashes (`SIGKILL`:
+//! InnoDB keeps every commit), and `TRUNCATE` bursts on PostgreSQL and
+//! MariaDB (a loss). At the end, one merged check of every ID, per
 //! namespace: no duplicates; no two leases of one worker id whose IDs
 //! interleave; no ID at or past the fence its lease held. And after every
 //! loss, each never-rebuilding helper issues again, under a new lease,
@@ -22,7 +23,7 @@
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
-//! cargo test --features postgres,redis --test lease_faults -- [--seed N] [--duration SECONDS] [postgres|redis]
+//! cargo test --features postgres,redis,mysql --test lease_faults -- [--seed N] [--duration SECONDS] [postgres|redis|mysql]
 //! scripts/services.sh stop
 //! ```
 //!
@@ -47,7 +48,7 @@ use std::process::ExitCode;
 mod common;
 
 fn main() -> ExitCode {
-    #[cfg(all(unix, any(feature = "postgres", feature = "redis")))]
+    #[cfg(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql")))]
     {
         let args: Vec<String> = std::env::args().skip(1).collect();
         if args.first().map(String::as_str) == Some("--helper") {
@@ -55,15 +56,15 @@ fn main() -> ExitCode {
         }
         faults::run(&args)
     }
-    #[cfg(not(all(unix, any(feature = "postgres", feature = "redis"))))]
+    #[cfg(not(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql"))))]
     {
-        println!("lease_faults: nothing to run without the postgres or redis feature");
+        println!("lease_faults: nothing to run without the postgres, redis or mysql feature");
         ExitCode::SUCCESS
     }
 }
 
 /// One helper process: leases, issues and records until its time is up.
-#[cfg(all(unix, any(feature = "postgres", feature = "redis")))]
+#[cfg(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql")))]
 mod helper {
     use std::fs::File;
     use std::io::{BufWriter, Write};
@@ -348,7 +349,7 @@ mod helper {
     }
 }
 
-#[cfg(all(unix, any(feature = "postgres", feature = "redis")))]
+#[cfg(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql")))]
 mod faults {
     use std::fs;
     use std::panic::{self, AssertUnwindSafe};
@@ -885,6 +886,11 @@ mod faults {
                     signal_all(&pids, "-CONT");
                     ("server frozen", None, false)
                 }
+                3 if backend.name() == "mysql" && random.between(0, 2) == 0 => {
+                    // SIGKILL: InnoDB recovers every commit from its log.
+                    backend.services("crash");
+                    ("server crashed", None, false)
+                }
                 3 => {
                     backend.services("stop");
                     backend.services("start");
@@ -916,7 +922,7 @@ mod faults {
                     });
                     ("holder displaced, then a loss", None, true)
                 }
-                _ if backend.name() == "postgres" => {
+                _ if backend.name() != "redis" => {
                     for _ in 0..random.between(1, 4) {
                         backend.lose_data();
                         thread::sleep(Duration::from_millis(random.between(50, 300)));

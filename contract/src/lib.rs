@@ -173,6 +173,7 @@ macro_rules! __suite {
             a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss,
             two_losses_within_a_ttl_keep_holders_apart,
             a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew,
+            a_holder_whose_clock_is_ahead_beyond_the_skew_is_refused,
             the_marker_is_no_earlier_than_the_loss,
             a_build_right_after_a_loss_waits_for_its_fence,
             a_slow_build_renews_before_it_returns,
@@ -181,6 +182,7 @@ macro_rules! __suite {
             a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back,
             a_healing_holder_and_a_new_build_race_for_one_id,
             a_namespace_an_older_flakegen_wrote_is_indexed_on_first_use,
+            a_listing_shows_every_record_and_the_marker,
         );
         $crate::__if_freeze!($freeze; rules:
             a_frozen_registry_costs_the_timeout_and_lease_says_why,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, Listing, NewRecord, Registry, Snapshot};
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
 use flakegen::{
     BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
@@ -50,7 +50,11 @@ fn run_to_fence(g: &dyn IdGenerator, within: Duration) -> Vec<Snowflake> {
             Err(IssueError::LeaseLost { .. }) => return ids,
             Err(e) => panic!("expected ids, then LeaseLost: {e}"),
         }
-        assert!(Instant::now() < deadline, "never reached the fence");
+        assert!(
+            Instant::now() < deadline,
+            "never reached the fence: the lease outlived the loss (did a renewal write a lost \
+             record back?)"
+        );
         thread::sleep(Duration::from_millis(1));
     }
 }
@@ -405,18 +409,13 @@ pub fn two_losses_within_a_ttl_keep_holders_apart(fixture: &dyn Fixture) {
 /// The loss rule with a holder whose clock is ahead within the skew: the
 /// successor starts past everything the holder may still issue.
 pub fn a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew(fixture: &dyn Fixture) {
-    #[derive(Clone)]
-    struct Ahead;
-    impl Clock for Ahead {
-        fn unix_nanos(&self) -> u64 {
-            SystemClock.unix_nanos() + 80_000_000
-        }
-    }
     let store = Store::new(fixture);
     let ns = namespace("ahead-skew");
+    let clock = Ahead::default();
+    clock.by(SKEW * 4 / 5);
     let a = store
         .leased_once(ONE, &ns)
-        .clock(Ahead)
+        .clock(clock)
         .build_atomic()
         .unwrap();
     let mut a_ids = run_to_fence_or(&a, 20);
@@ -430,6 +429,70 @@ pub fn a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew(fixture: &dyn
         .unwrap();
     let b_first = b.next_id().unwrap();
     assert!(b_first > *a_ids.iter().max().unwrap(), "{}", store.name());
+}
+
+/// A clock a settable distance ahead of the system's.
+#[derive(Clone, Default)]
+struct Ahead(Arc<std::sync::atomic::AtomicU64>);
+
+impl Ahead {
+    fn by(&self, ahead: Duration) {
+        let nanos = u64::try_from(ahead.as_nanos()).unwrap_or(u64::MAX);
+        self.0.store(nanos, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Clock for Ahead {
+    fn unix_nanos(&self) -> u64 {
+        SystemClock.unix_nanos() + self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+/// The skew check, against the server's own clock: a holder further ahead
+/// of it than the skew is refused, at acquisition and at every renewal, or
+/// its fences could lead the server by more than the loss rule covers. A
+/// registry that reports its clock late (rounded up to the second, say)
+/// lets such a holder through.
+pub fn a_holder_whose_clock_is_ahead_beyond_the_skew_is_refused(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let beyond = SKEW * 3 / 2;
+    // A registry whose clock reads late lets some of these through.
+    for _ in 0..5 {
+        let clock = Ahead::default();
+        clock.by(beyond);
+        let built = store
+            .leased(ONE, &namespace("beyond-skew"))
+            .clock(clock)
+            .build_atomic();
+        match built {
+            Err(BuildError::Lease(LeaseError::ClockAhead { .. })) => {}
+            other => panic!(
+                "{}: a clock {beyond:?} ahead of the server's, with a skew of {SKEW:?}, \
+                 was not refused: {other:?}",
+                store.name()
+            ),
+        }
+    }
+    let clock = Ahead::default();
+    let g = store
+        .leased(ONE, &namespace("beyond-skew-renewal"))
+        .clock(clock.clone())
+        .build_atomic()
+        .unwrap();
+    clock.by(beyond);
+    eventually("renewals to be refused", || {
+        let status = g.lease().unwrap();
+        status.state == LeaseState::Renewing
+            && status.last_error.is_some_and(|e| e.contains("ahead"))
+    });
+    let confirmed = g.lease().unwrap().fence;
+    thread::sleep(RENEW * 4);
+    assert_eq!(
+        g.lease().unwrap().fence,
+        confirmed,
+        "{}: a renewal from a clock beyond the skew moved the fence",
+        store.name()
+    );
 }
 
 /// Loses the store's data so that the loss (a restart, for Redis) begins and
@@ -460,15 +523,21 @@ pub fn the_marker_is_no_earlier_than_the_loss(fixture: &dyn Fixture) {
     let generator = store.leased(ONE, &ns).build_atomic().unwrap();
     generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
     let lost_at = lose_late_in_a_second(&store);
-    // Read in the next second: a marker counted in whole seconds of
+    // Marked at once, most often in the second of the loss: a marker in
+    // whole seconds (the clock's, or a table's creation time) is early.
+    let early = namespace("marker-at-once");
+    let at_once = store.registry().mark(&early).unwrap();
+    // Marked in the next second: a marker counted in whole seconds of
     // uptime would now be up to a second early.
     thread::sleep(Duration::from_millis(1_030 - now_ms() % 1_000));
     let marker = store.registry().mark(&ns).unwrap();
-    assert!(
-        marker >= lost_at,
-        "{}: marker {marker} < loss {lost_at}",
-        store.name()
-    );
+    for marker in [at_once, marker] {
+        assert!(
+            marker >= lost_at,
+            "{}: marker {marker} < loss {lost_at}",
+            store.name()
+        );
+    }
     // And an id with no record is fenced a TTL and the skew past it.
     let g = store
         .leased(ONE, &ns)
@@ -500,6 +569,65 @@ pub fn a_build_right_after_a_loss_waits_for_its_fence(fixture: &dyn Fixture) {
     let rule = lost_at + (TTL + SKEW).as_millis() as u64;
     assert!(unix_ms(&ONE, id) >= rule, "{}", store.name());
     assert_eq!(g.lease().unwrap().state, LeaseState::Held);
+}
+
+/// What an operator's tool reads ([`Registry::list`]): every record of the
+/// namespace by worker id, as written, the marker in force and the
+/// server's clock; none of another namespace; and after a loss, no record
+/// that claims the marker in force.
+pub fn a_listing_shows_every_record_and_the_marker(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let ns = namespace("listing");
+    let held = store.leased(FOUR, &ns).build_atomic().unwrap();
+    let released = store.leased(FOUR, &ns).build_atomic().unwrap();
+    let released_worker = released.worker();
+    released.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    store.put(&namespace("listing-other"), 3, "other", 60_000, now_ms());
+
+    let before = now_ms();
+    let listing = store.registry().list(&ns).unwrap();
+    let after = now_ms();
+    let name = store.name();
+    let slack = SKEW.as_millis() as u64;
+    assert!(
+        (before.saturating_sub(slack)..=after + slack).contains(&listing.server_unix_millis),
+        "{name}: the server's clock {} is not this host's ({before}..{after})",
+        listing.server_unix_millis
+    );
+    let marker = listing.marker_unix_millis.expect("a marker after a lease");
+    let workers: Vec<u64> = listing.records.iter().map(|r| r.worker).collect();
+    let mut expected = vec![held.worker(), released_worker];
+    expected.sort();
+    assert_eq!(workers, expected, "{name}: {listing:?}");
+    for record in &listing.records {
+        assert_eq!(record.marker_unix_millis, marker, "{name}: {record:?}");
+        let read = store.record(&ns, record.worker).unwrap();
+        assert_eq!(
+            record.holder, read.holder,
+            "{name}: listed {record:?}, read {read:?}"
+        );
+        if record.worker == held.worker() {
+            assert!(!record.holder.is_empty(), "{name}: {record:?}");
+            assert!(record.expires_unix_millis > listing.server_unix_millis);
+            assert!(record.fence_unix_millis > listing.server_unix_millis);
+        } else {
+            // Nobody writes a free record meanwhile: it reads as listed.
+            assert_eq!(*record, read, "{name}");
+            assert!(record.holder.is_empty(), "{name}: {record:?}");
+            assert_eq!(record.expires_unix_millis, 0, "{name}: {record:?}");
+        }
+    }
+    drop(held);
+
+    store.lose_data();
+    let listing = store.registry().list(&ns).unwrap();
+    for record in &listing.records {
+        assert_ne!(
+            Some(record.marker_unix_millis),
+            listing.marker_unix_millis,
+            "{name}: a record from before the loss claims the marker in force: {listing:?}"
+        );
+    }
 }
 
 /// Rule 7: a registry that stops answering costs the timeout, no more, and
@@ -551,6 +679,9 @@ impl Registry for SlowSwap {
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         self.0.mark(namespace)
+    }
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        self.0.list(namespace)
     }
     fn swap(
         &self,

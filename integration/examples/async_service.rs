@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
-//! cargo run --features tokio,redis --example async_service -- "$FLAKEGEN_TEST_REDIS_URL"
+//! cargo run -p flakegen-integration --example async_service -- "$FLAKEGEN_TEST_REDIS_URL"
 //! curl localhost:3000/id        # in another terminal; Ctrl-C to stop
 //! ```
 //!
@@ -29,7 +29,7 @@ use tokio::sync::oneshot;
 
 #[derive(Parser)]
 struct Args {
-    /// The lease registry: postgres://... or redis://...
+    /// The lease registry: mysql://..., postgres://... or redis://...
     registry: String,
     /// The lease namespace.
     #[arg(long, default_value = "async-service")]

@@ -3,16 +3,17 @@
 //!
 //! A service that only leases worker ids needs none of this: it names a
 //! registry by URL ([`connect`](super::connect)) or builds one of flakegen's
-//! ([`MemoryRegistry`](super::MemoryRegistry), `PostgresRegistry`,
-//! `RedisRegistry`) and hands it to a [`Lease`](super::Lease).
+//! ([`MemoryRegistry`](super::MemoryRegistry), `MysqlRegistry`,
+//! `PostgresRegistry`, `RedisRegistry`) and hands it to a
+//! [`Lease`](super::Lease).
 
 use std::sync::Arc;
 
 use super::error::LeaseError;
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry),
-/// and `PostgresRegistry` and `RedisRegistry` behind the `postgres` and
-/// `redis` features.
+/// and `MysqlRegistry`, `PostgresRegistry` and `RedisRegistry` behind the
+/// `mysql`, `postgres` and `redis` features.
 ///
 /// A registry only stores. Which id is free, where fences go, the marker
 /// rule and the release rule are decided once, by flakegen, over these three
@@ -32,8 +33,10 @@ use super::error::LeaseError;
 ///   it returns the few records an acquisition chooses from, not all of them.
 ///   No call holds a shared server (a Redis) for more than a millisecond.
 ///
-/// Implement it to keep leases somewhere else, and prove it with flakegen's
-/// contract suite (`tests/lease_contract.rs` in the repository).
+/// Implement it to keep leases somewhere else, and prove it with the
+/// contract suite that flakegen's own registries pass: the
+/// [`flakegen-contract`](https://docs.rs/flakegen-contract) crate runs it
+/// over a fixture of yours, against your real server.
 pub trait Registry: Send + Sync + 'static {
     /// Reads what an acquisition in `namespace`, among ids `0..workers`,
     /// chooses from: the server's clock, the marker in force (`None` if
@@ -98,6 +101,18 @@ pub trait Registry: Send + Sync + 'static {
         expect: Expect,
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError>;
+
+    /// Every record of `namespace`, whatever marker it was written under,
+    /// ordered by worker id, with the server's clock and the marker in
+    /// force: what a tool shows an operator (`flakegen leases`). Leasing
+    /// never calls it, so it may cost what the namespace's records cost,
+    /// but it writes nothing.
+    ///
+    /// # Errors
+    ///
+    /// The connection's errors, and [`LeaseError::Corrupt`] for a record the
+    /// registry cannot read.
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError>;
 }
 
 macro_rules! forward_registry {
@@ -111,6 +126,9 @@ macro_rules! forward_registry {
             }
             fn swap(&self, namespace: &str, worker: u64, expect: Expect, record: &NewRecord<'_>) -> Result<Option<u64>, LeaseError> {
                 (**self).swap(namespace, worker, expect, record)
+            }
+            fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+                (**self).list(namespace)
             }
         }
     )*};
@@ -137,6 +155,18 @@ pub struct Snapshot {
     /// indexing records an older flakegen wrote without its index, a
     /// bounded slice per read. Read again.
     pub more: bool,
+}
+
+/// What [`Registry::list`] found: every record of a namespace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The server's clock when it read, in ms since 1970 (rounded down).
+    pub server_unix_millis: u64,
+    /// The marker in force, if any. A record written under another is void:
+    /// its id is fenced by the loss rule.
+    pub marker_unix_millis: Option<u64>,
+    /// Every record, by worker id.
+    pub records: Vec<Record>,
 }
 
 /// One worker id's record.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
+use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 use super::error::said;
 use crate::clock::units::{ceil_millis, floor_millis};
@@ -191,6 +191,20 @@ impl Registry for MemoryRegistry {
             records,
             fresh: (fresh < workers).then_some(fresh),
             more: false,
+        })
+    }
+
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        let Snapshot {
+            server_unix_millis,
+            marker_unix_millis,
+            records,
+            ..
+        } = self.read(namespace, u64::MAX, None)?;
+        Ok(Listing {
+            server_unix_millis,
+            marker_unix_millis,
+            records,
         })
     }
 

@@ -8,7 +8,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, SslOpts};
 
 use super::DEFAULT_TIMEOUT;
-use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
+use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls;
@@ -16,16 +16,17 @@ use super::tls;
 /// Worker-id leases kept in a MySQL or MariaDB table, `flakegen_leases`
 /// (InnoDB), which is created on first use.
 ///
-/// Each step is a statement or a short transaction, and expiry is judged by
+/// Each step is a few statements, none in a transaction that spans two
+/// (a client paused between them holds no lock), and expiry is judged by
 /// the server's clock (`NOW(6)`, in ms, rounded down; a new marker rounded
-/// up). A [`swap`](Registry::swap) is a transaction that reads the marker
-/// row with a locking read (`LOCK IN SHARE MODE`), so that a `TRUNCATE`
-/// waits for it, then an `UPDATE` that matches the record's version (or an
-/// `INSERT` that finds no row). Both are current reads: InnoDB's REPEATABLE
-/// READ snapshot never decides a swap, and a swap cannot pass on a record
-/// another client has changed since. The connection asks for
-/// `CLIENT_FOUND_ROWS`, so a matched row counts though its values might not
-/// change. Every call, connecting included, finishes or fails within
+/// up). A [`swap`](Registry::swap) is one statement: an `UPDATE` of the
+/// record at its expected version joined to the marker row, or an `INSERT
+/// … SELECT` from the marker row when no record is expected. A statement's
+/// reads of the rows it writes or joins are current reads: InnoDB's
+/// REPEATABLE READ snapshot never decides a swap, a swap cannot pass on a
+/// record or marker another client has changed since, and a `TRUNCATE`
+/// waits for the statement. The connection asks for `CLIENT_FOUND_ROWS`, so
+/// a matched row counts though its values might not change. Every call, connecting included, finishes or fails within
 /// [`DEFAULT_TIMEOUT`] on the client, and the server gives up a lock wait
 /// after as long. A broken connection is opened again on the next call.
 ///
@@ -51,12 +52,22 @@ use super::tls;
 /// writes. After any of those, delete the marker row
 /// (`DELETE FROM flakegen_leases WHERE worker = -1`) before a generator starts.
 ///
+/// A restart or a crash of the server is no loss when its commits are
+/// durable: `innodb_flush_log_at_trx_commit = 1`, the default, keeps every
+/// renewal across crashes of the server and of its machine; `2` across the
+/// server's own crashes only. With `0`, a crash forgets up to a second of
+/// renewals that their holders already used, and nothing in the table
+/// shows it: two holders could then share an id. Keep `1` (or `2` with a
+/// machine that does not crash under it), and see the same caveat for
+/// replicas above.
+///
 /// # MySQL 8 and MariaDB
 ///
 /// The SQL keeps to what both accept (tested against MariaDB 10.11):
 /// `NOW(6)`, a stored generated column, `WITH RECURSIVE`, `INSERT … ON
 /// DUPLICATE KEY UPDATE … VALUES()` (deprecated in MySQL 8.0.20, still
-/// accepted), `LOCK IN SHARE MODE`. On MySQL 8 the default authentication
+/// accepted), multi-table `UPDATE` and `INSERT … SELECT` of a table from
+/// itself. On MySQL 8 the default authentication
 /// (`caching_sha2_password`) over a plain connection needs the server's RSA
 /// key, which the client fetches; over TLS it needs nothing. MySQL 8's
 /// `utf8mb4_bin` compares namespaces without trailing-space padding,
@@ -441,6 +452,42 @@ impl Registry for MysqlRegistry {
         })
     }
 
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        let ns = namespace.to_owned();
+        self.run(|mut conn| async move {
+            let result = async {
+                let head: (i64, Option<i64>) = conn
+                    .query_first(format!(
+                        "SELECT {NOW_MS}, (SELECT IF(version = {CREATED}, fence_ms, NULL) \
+                         FROM flakegen_leases WHERE namespace = '' AND worker = -1)"
+                    ))
+                    .await?
+                    .ok_or_else(|| self.corrupt("no clock reading".into()))?;
+                let (now, marker) = head;
+                let rows: Vec<Row> = conn
+                    .exec(
+                        format!(
+                            "SELECT {COLUMNS} FROM flakegen_leases \
+                             WHERE namespace = ? AND worker >= 0 ORDER BY worker"
+                        ),
+                        (&ns,),
+                    )
+                    .await?;
+                let records = rows
+                    .into_iter()
+                    .map(|row| self.record(row))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Listing {
+                    server_unix_millis: u64::try_from(now).unwrap_or(0),
+                    marker_unix_millis: marker.and_then(|m| u64::try_from(m).ok()),
+                    records,
+                })
+            }
+            .await;
+            (conn, result)
+        })
+    }
+
     fn mark(&self, _namespace: &str) -> Result<u64, LeaseError> {
         self.run(|mut conn| async move {
             let result = async {
@@ -482,28 +529,29 @@ impl Registry for MysqlRegistry {
         let expected = expect.version.map(signed);
         self.run(|mut conn| async move {
             let result = async {
-                conn.query_drop("START TRANSACTION").await?;
-                // A locking read: the marker as it is now, not as a snapshot
-                // saw it, held against a TRUNCATE until the commit.
-                let head: Option<(i64, i64)> = conn
-                    .query_first(format!(
-                        "SELECT {NOW_MS}, fence_ms FROM flakegen_leases \
-                         WHERE namespace = '' AND worker = -1 LOCK IN SHARE MODE"
-                    ))
-                    .await?;
-                let Some((now, _)) = head.filter(|&(_, found)| found == marker) else {
-                    conn.query_drop("ROLLBACK").await?;
-                    return Ok(None);
-                };
+                // The server's clock before the write, as the others read it.
+                let now: i64 = conn
+                    .query_first(format!("SELECT {NOW_MS}"))
+                    .await?
+                    .ok_or_else(|| self.corrupt("no clock reading".into()))?;
                 let expires = if ttl == 0 { 0 } else { now.saturating_add(ttl) };
+                // One statement each, so no lock outlives it: a client paused
+                // mid-swap holds nothing. The marker row is joined in, read as
+                // it is now (a current read), and void if of another table.
                 let written = match expected {
                     Some(expected) => {
                         conn.exec_drop(
-                            "UPDATE flakegen_leases SET holder = NULLIF(?, ''), version = ?, \
-                             marker_ms = ?, expires_ms = ?, fence_ms = ? \
-                             WHERE namespace = ? AND worker = ? AND version = ?",
+                            format!(
+                                "UPDATE flakegen_leases l JOIN flakegen_leases m \
+                                 ON m.namespace = '' AND m.worker = -1 AND m.fence_ms = ? \
+                                 AND m.version = {CREATED} \
+                                 SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = ?, \
+                                 l.expires_ms = ?, l.fence_ms = ? \
+                                 WHERE l.namespace = ? AND l.worker = ? AND l.version = ?"
+                            ),
                             (
-                                &holder, version, marker, expires, fence, &ns, worker, expected,
+                                marker, &holder, version, marker, expires, fence, &ns, worker,
+                                expected,
                             ),
                         )
                         .await?;
@@ -511,21 +559,26 @@ impl Registry for MysqlRegistry {
                     }
                     None => match conn
                         .exec_drop(
-                            "INSERT INTO flakegen_leases \
-                             (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
-                             VALUES (?, ?, NULLIF(?, ''), ?, ?, ?, ?)",
-                            (&ns, worker, &holder, version, marker, expires, fence),
+                            format!(
+                                "INSERT INTO flakegen_leases \
+                                 (namespace, worker, holder, version, marker_ms, expires_ms, \
+                                 fence_ms) \
+                                 SELECT ?, ?, NULLIF(?, ''), ?, ?, ?, ? FROM flakegen_leases m \
+                                 WHERE m.namespace = '' AND m.worker = -1 AND m.fence_ms = ? \
+                                 AND m.version = {CREATED}"
+                            ),
+                            (
+                                &ns, worker, &holder, version, marker, expires, fence, marker,
+                            ),
                         )
                         .await
                     {
-                        Ok(()) => true,
+                        Ok(()) => conn.affected_rows() == 1,
                         // A record exists: not the one expected.
                         Err(mysql_async::Error::Server(e)) if e.code == 1062 => false,
                         Err(e) => return Err(e.into()),
                     },
                 };
-                conn.query_drop(if written { "COMMIT" } else { "ROLLBACK" })
-                    .await?;
                 Ok(written.then(|| u64::try_from(now).unwrap_or(0)))
             }
             .await;

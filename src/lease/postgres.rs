@@ -10,7 +10,7 @@ use tokio_postgres::{Client, Config, NoTls, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::DEFAULT_TIMEOUT;
-use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
+use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls::{self, Verify};
@@ -350,6 +350,18 @@ impl PostgresRegistry {
             self.corrupt(format!("worker {worker}'s {column} is {value}"))
         })
     }
+
+    /// A record, from a row of the columns `read` and `list` select.
+    fn record(&self, row: &Row) -> Result<Record, Failure<tokio_postgres::Error>> {
+        Ok(Record {
+            worker: self.unsigned(row, "worker")?,
+            holder: row.try_get("holder")?,
+            version: self.unsigned(row, "version")?,
+            marker_unix_millis: self.unsigned(row, "marker_ms")?,
+            expires_unix_millis: self.unsigned(row, "expires_ms")?,
+            fence_unix_millis: self.unsigned(row, "fence_ms")?,
+        })
+    }
 }
 
 impl fmt::Debug for PostgresRegistry {
@@ -472,14 +484,7 @@ impl Registry for PostgresRegistry {
                 .await?;
             let mut records = Vec::with_capacity(rows.len());
             for row in &rows {
-                records.push(Record {
-                    worker: self.unsigned(row, "worker")?,
-                    holder: row.try_get("holder")?,
-                    version: self.unsigned(row, "version")?,
-                    marker_unix_millis: self.unsigned(row, "marker_ms")?,
-                    expires_unix_millis: self.unsigned(row, "expires_ms")?,
-                    fence_unix_millis: self.unsigned(row, "fence_ms")?,
-                });
+                records.push(self.record(row)?);
             }
             Ok(Snapshot {
                 server_unix_millis: u64::try_from(now).unwrap_or(0),
@@ -487,6 +492,43 @@ impl Registry for PostgresRegistry {
                 records,
                 fresh: fresh.map(|w| w.unsigned_abs()),
                 more: head.try_get("more")?,
+            })
+        })
+    }
+
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        self.run(|client| async move {
+            let head = client
+                .query_one(
+                    &format!(
+                        "SELECT {NOW_MS} AS now_ms, (SELECT fence_ms FROM flakegen_leases \
+                         WHERE namespace = '' AND worker = -1) AS marker_ms"
+                    ),
+                    &[],
+                )
+                .await?;
+            let now: i64 = head.try_get("now_ms")?;
+            let marker: Option<i64> = head.try_get("marker_ms")?;
+            let rows = client
+                .query(
+                    "SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, \
+                     expires_ms, fence_ms FROM flakegen_leases \
+                     WHERE namespace = $1 AND worker >= 0 ORDER BY worker",
+                    &[&namespace],
+                )
+                .await?;
+            let mut records = Vec::with_capacity(rows.len());
+            for row in &rows {
+                records.push(self.record(row)?);
+            }
+            Ok(Listing {
+                server_unix_millis: u64::try_from(now).unwrap_or(0),
+                marker_unix_millis: marker
+                    .map(|m| {
+                        u64::try_from(m).map_err(|_| self.corrupt(format!("the marker is {m}")))
+                    })
+                    .transpose()?,
+                records,
             })
         })
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ErrorKind, RedisError, Script, TlsCertificates, Value};
 
-use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
+use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
 use super::error::LeaseError;
 use super::error::said;
 use super::remote::{Connected, Failure, Remote};
@@ -71,6 +71,7 @@ pub struct RedisRegistry {
     read: Script,
     mark: Script,
     swap: Script,
+    head: Script,
 }
 
 /// How long the probe that tells a TLS-only port from a server going away
@@ -196,6 +197,20 @@ return out
 "#
 );
 
+/// KEYS: marker. Returns `{now, marker or ''}`, writing nothing.
+const HEAD: &str = concat!(
+    lua_server!(),
+    r#"
+local m = redis.call('GET', KEYS[1])
+if m then
+  local r, ms = string.match(m, '^(%x+):(%d+)$')
+  if not r then return redis.error_reply('FLAKEGEN_CORRUPT marker ' .. KEYS[1]) end
+  if r == run then return {now, ms} end
+end
+return {now, ''}
+"#
+);
+
 /// KEYS: marker, era, free, held, recorded. Returns the marker in force,
 /// in ms, writing one (and starting an empty index under it) if need be.
 const MARK: &str = concat!(
@@ -291,11 +306,27 @@ impl RedisRegistry {
             read: Script::new(READ),
             mark: Script::new(MARK),
             swap: Script::new(SWAP),
+            head: Script::new(HEAD),
         })
     }
 
     /// Runs `invocation` on a connection, opening one first if need be.
     fn invoke(&self, invocation: &redis::ScriptInvocation<'_>) -> Result<Value, LeaseError> {
+        self.run(|mut connection| async move {
+            let reply = invocation.invoke_async(&mut connection).await;
+            (connection, reply)
+        })
+    }
+
+    /// Runs `call` on a connection, opening one first if need be.
+    fn run<T, F>(
+        &self,
+        call: impl FnOnce(MultiplexedConnection) -> F + Send,
+    ) -> Result<T, LeaseError>
+    where
+        T: Send,
+        F: Future<Output = (MultiplexedConnection, Result<T, RedisError>)> + Send,
+    {
         let client = &self.client;
         let open = || async move {
             let connection = client.get_multiplexed_async_connection().await?;
@@ -305,8 +336,8 @@ impl RedisRegistry {
                 driver: None,
             })
         };
-        let result = self.remote.run(open, |mut connection| async move {
-            let reply = invocation.invoke_async(&mut connection).await;
+        let result = self.remote.run(open, |connection| async move {
+            let (connection, reply) = call(connection).await;
             (connection, reply.map_err(Failure::Client))
         });
         result.map_err(|failure| failure.into_lease(&self.remote.address, |e| self.error(e)))
@@ -375,6 +406,31 @@ impl RedisRegistry {
                 source: Arc::new(e),
             }
         }
+    }
+
+    /// A record from its hash's fields: holder, version, marker, expires, fence.
+    fn record(&self, worker: u64, fields: &[Value]) -> Result<Record, LeaseError> {
+        let corrupt = |detail: String| LeaseError::Corrupt {
+            address: self.remote.address.clone(),
+            detail: format!("worker {worker}'s record: {detail}"),
+        };
+        let [holder, version, marker, expires, fence] = fields else {
+            return Err(corrupt(format!("{} fields, not 5", fields.len())));
+        };
+        let field = |v: &Value, name: &str| {
+            number(v)
+                .ok()
+                .flatten()
+                .ok_or_else(|| corrupt(format!("its {name} is missing or not a number ({v:?})")))
+        };
+        Ok(Record {
+            worker,
+            holder: text(holder).map_err(|()| corrupt(format!("its holder is {holder:?}")))?,
+            version: field(version, "version")?,
+            marker_unix_millis: field(marker, "marker")?,
+            expires_unix_millis: field(expires, "expiry")?,
+            fence_unix_millis: field(fence, "fence")?,
+        })
     }
 
     fn corrupt(&self, reply: &Value) -> LeaseError {
@@ -452,23 +508,11 @@ impl Registry for RedisRegistry {
         let more = number(&head[3]).ok().flatten().ok_or_else(corrupt)? != 0;
         let mut records = Vec::with_capacity(rest.len() / 6);
         for fields in rest.chunks(6) {
-            let [worker, holder, version, marker, expires, fence] = fields else {
+            let [worker, record @ ..] = fields else {
                 return Err(corrupt());
             };
-            let field = |v: &Value, name: &str| {
-                number(v).ok().flatten().ok_or_else(|| LeaseError::Corrupt {
-                    address: self.remote.address.clone(),
-                    detail: format!("a record's {name} is missing or not a number ({v:?})"),
-                })
-            };
-            records.push(Record {
-                worker: field(worker, "worker id")?,
-                holder: text(holder).map_err(|()| corrupt())?,
-                version: field(version, "version")?,
-                marker_unix_millis: field(marker, "marker")?,
-                expires_unix_millis: field(expires, "expiry")?,
-                fence_unix_millis: field(fence, "fence")?,
-            });
+            let worker = number(worker).ok().flatten().ok_or_else(corrupt)?;
+            records.push(self.record(worker, record)?);
         }
         Ok(Snapshot {
             server_unix_millis,
@@ -476,6 +520,77 @@ impl Registry for RedisRegistry {
             records,
             fresh,
             more,
+        })
+    }
+
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        let (index, prefix) = keys(namespace)?;
+        let head = self.invoke(&self.head.key(&index[0]))?;
+        let corrupt = || self.corrupt(&head);
+        let Value::Array(items) = &head else {
+            return Err(corrupt());
+        };
+        let [now, marker] = items.as_slice() else {
+            return Err(corrupt());
+        };
+        let server_unix_millis = number(now).ok().flatten().ok_or_else(corrupt)?;
+        let marker_unix_millis = number(marker).map_err(|()| corrupt())?;
+        // The records' keys a page at a time (SCAN never holds the server),
+        // each page's fields in one round trip.
+        let pattern = format!("{prefix}*");
+        let pages = self.run(|mut connection| async move {
+            let scanned = async {
+                let mut cursor = 0u64;
+                let mut found: Vec<(String, Value)> = Vec::new();
+                loop {
+                    let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg(&pattern)
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(&mut connection)
+                        .await?;
+                    let mut fields = redis::pipe();
+                    for key in &keys {
+                        fields
+                            .cmd("HMGET")
+                            .arg(key)
+                            .arg(&["holder", "version", "marker", "expires", "fence"]);
+                    }
+                    let values: Vec<Value> = fields.query_async(&mut connection).await?;
+                    found.extend(keys.into_iter().zip(values));
+                    if next == 0 {
+                        return Ok(found);
+                    }
+                    cursor = next;
+                }
+            }
+            .await;
+            (connection, scanned)
+        })?;
+        let mut records = Vec::with_capacity(pages.len());
+        for (key, value) in &pages {
+            let worker = key[prefix.len()..]
+                .parse()
+                .map_err(|_| LeaseError::Corrupt {
+                    address: self.remote.address.clone(),
+                    detail: format!("the key {key} names no worker id"),
+                })?;
+            let Value::Array(fields) = value else {
+                return Err(self.corrupt(value));
+            };
+            // Gone between the page and its fields.
+            if fields.iter().all(|f| *f == Value::Nil) {
+                continue;
+            }
+            records.push(self.record(worker, fields)?);
+        }
+        records.sort_by_key(|r| r.worker);
+        Ok(Listing {
+            server_unix_millis,
+            marker_unix_millis,
+            records,
         })
     }
 

@@ -169,10 +169,10 @@ impl Backend {
     pub fn forget_index(self, namespace: &str) {
         match self {
             #[cfg(feature = "postgres")]
-            Backend::Postgres => self.sql(
+            Backend::Postgres => self.sql(&format!(
                 "DROP INDEX IF EXISTS flakegen_leases_free, flakegen_leases_held; \
-                 DELETE FROM flakegen_leases WHERE worker = -2",
-            ),
+                 DELETE FROM flakegen_leases WHERE namespace = '{namespace}' AND worker = -2"
+            )),
             #[cfg(feature = "redis")]
             Backend::Redis => {
                 let url = self.url();
@@ -199,7 +199,9 @@ impl Backend {
                 assert!(status.success(), "redis-cli DEL failed");
             }
             #[cfg(feature = "mysql")]
-            Backend::Mysql => self.sql("DELETE FROM flakegen_leases WHERE worker = -2"),
+            Backend::Mysql => self.sql(&format!(
+                "DELETE FROM flakegen_leases WHERE namespace = '{namespace}' AND worker = -2"
+            )),
         }
     }
 }
@@ -207,6 +209,7 @@ impl Backend {
 impl Backend {
     /// Runs `sql` on the test server as its administrator, through the
     /// server's own command-line client (installed with the server).
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     pub fn sql(self, sql: &str) {
         let (program, args): (&str, Vec<String>) = match self {
             #[cfg(feature = "postgres")]
@@ -226,6 +229,9 @@ impl Backend {
                 let (address, database) = rest.split_once('/').unwrap();
                 let (host, port) = address.split_once(':').unwrap();
                 let database = database.split('?').next().unwrap();
+                // A statement that waits on a lock (a TRUNCATE behind a
+                // client's open transaction) fails after 10 s, never hangs.
+                let sql = &format!("SET SESSION lock_wait_timeout = 10; {sql}");
                 (
                     "mariadb",
                     [
@@ -238,19 +244,33 @@ impl Backend {
                 )
             }
         };
-        let output = Command::new(program)
-            .args(&args)
-            .output()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{program}: {e} (start the servers with scripts/services.sh, which installs it)"
-                )
-            });
-        assert!(
-            output.status.success(),
-            "{program} -c {sql:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        // A server just thawed or restarted may take a while to accept
+        // (the connections its clients gave up on queue first): a failure
+        // to connect is tried again, for at most 10 s; any other fails.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let output = Command::new(program)
+                .args(&args)
+                .output()
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{program}: {e} (start the servers with scripts/services.sh, which \
+                         installs it)"
+                    )
+                });
+            if output.status.success() {
+                return;
+            }
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let unconnected = ["Can't connect", "could not connect", "Connection refused"]
+                .iter()
+                .any(|said| stderr.contains(said));
+            assert!(
+                unconnected && std::time::Instant::now() < deadline,
+                "{program} -c {sql:?}: {stderr}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
     }
 }
 
