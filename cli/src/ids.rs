@@ -1,0 +1,157 @@
+//! `flakegen new` and `flakegen decode`: IDs, one line each.
+
+use flakegen::{Builder, Error, Layout, Snowflake, Strategy, worker};
+
+use crate::Failed;
+use crate::show;
+
+/// Issue IDs with each strategy (or one), one line each.
+#[derive(clap::Args)]
+pub(crate) struct New {
+    /// Layout: twitter, discord, sonyflake or instagram, or a custom
+    /// layout's fields (worker_bits=8,sequence_bits=14,...).
+    #[arg(long, default_value = "twitter")]
+    layout: Layout,
+    /// Strategy: atomic, mutex or ticker; with none, each in turn.
+    #[arg(long)]
+    strategy: Option<Strategy>,
+    /// Worker id.
+    #[arg(long, default_value_t = 1, conflicts_with = "worker_from")]
+    worker: u64,
+    /// Take the worker id from the deployment instead: env
+    /// (FLAKEGEN_WORKER_ID), hostname (a StatefulSet pod's ordinal) or ip (a
+    /// private IPv4 address's host part).
+    #[arg(long, value_name = "SOURCE", value_parser = ["env", "hostname", "ip"])]
+    worker_from: Option<String>,
+    /// How many IDs per strategy.
+    #[arg(long, default_value_t = 3)]
+    count: usize,
+    /// One JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Decode IDs into their time, worker and sequence.
+#[derive(clap::Args)]
+pub(crate) struct Decode {
+    /// The IDs, in decimal.
+    #[arg(required = true)]
+    ids: Vec<String>,
+    /// The layout they were made with.
+    #[arg(long, default_value = "twitter")]
+    layout: Layout,
+    /// One JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One line of output: an ID, its fields, and what made or read it.
+struct Line<'a> {
+    id: Snowflake,
+    unix_millis: u64,
+    worker: u64,
+    sequence: u64,
+    /// Discord splits its worker field in two.
+    discord: bool,
+    /// The strategy that made the ID, or the layout it was decoded with.
+    source: (&'a str, &'a str),
+}
+
+impl<'a> Line<'a> {
+    fn new(layout: &Layout, id: Snowflake, source: (&'a str, &'a str)) -> Result<Self, Error> {
+        let fields = layout.decode(id)?;
+        Ok(Line {
+            id,
+            unix_millis: layout.unix_millis_of(fields.timestamp),
+            worker: fields.worker,
+            sequence: fields.sequence,
+            discord: *layout == Layout::DISCORD,
+            source,
+        })
+    }
+
+    fn print(&self, json: bool) {
+        let time = show::time(self.unix_millis);
+        let (source_key, source) = self.source;
+        if json {
+            let mut object = serde_json::json!({
+                // A string: JavaScript's numbers lose precision above 2^53.
+                "id": self.id.to_string(),
+                "time": time,
+                "unix_ms": self.unix_millis,
+                "sequence": self.sequence,
+                source_key: source,
+            });
+            if self.discord {
+                object["worker"] = (self.worker >> 5).into();
+                object["process"] = (self.worker & 31).into();
+            } else {
+                object["worker"] = self.worker.into();
+            }
+            println!("{object}");
+        } else {
+            let worker = if self.discord {
+                format!("worker={} process={}", self.worker >> 5, self.worker & 31)
+            } else {
+                format!("worker={}", self.worker)
+            };
+            println!(
+                "{:<20} {time}  {worker:<10} sequence={:<5} {source_key}={source}",
+                self.id, self.sequence
+            );
+        }
+    }
+}
+
+pub(crate) fn new(args: &New) -> Result<(), Failed> {
+    let layout = args.layout;
+    let (worker, from) = match args.worker_from.as_deref() {
+        None => (args.worker, "--worker"),
+        Some("env") => (worker::from_env(&layout)?, "env"),
+        Some("hostname") => (worker::from_hostname(&layout)?, "hostname"),
+        Some(_) => (worker::from_private_ipv4(&layout)?, "ip"),
+    };
+    eprintln!("worker id {worker} (from {from})");
+    let builder = Builder::new().layout(layout).worker(worker);
+    let strategies = match args.strategy {
+        Some(strategy) => vec![strategy],
+        None => Strategy::ALL.to_vec(),
+    };
+    // The strategies share one worker id, so each resumes after the last ID
+    // of the one before: the way a restarted process avoids issuing twice.
+    let mut last: Option<Snowflake> = None;
+    for strategy in strategies {
+        let builder = match last {
+            Some(id) => builder.clone().resume_after(id),
+            None => builder.clone(),
+        };
+        let generator = builder.build(strategy)?;
+        for _ in 0..args.count {
+            let id = generator.next_id()?;
+            Line::new(&layout, id, ("strategy", strategy.name()))?.print(args.json);
+            last = Some(id);
+        }
+    }
+    Ok(())
+}
+
+/// Decodes every ID it can; an ID that does not decode is an error line,
+/// and the status says so, after the rest.
+pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
+    let name = args.layout.to_string();
+    let mut failed = false;
+    for text in &args.ids {
+        let line = text
+            .parse::<Snowflake>()
+            .map_err(Error::from)
+            .and_then(|id| Line::new(&args.layout, id, ("layout", &name)));
+        match line {
+            Ok(line) => line.print(args.json),
+            Err(e) => {
+                eprintln!("error: {text}: {e}");
+                failed = true;
+            }
+        }
+    }
+    if failed { Err(Failed(None)) } else { Ok(()) }
+}

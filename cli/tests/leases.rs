@@ -1,0 +1,279 @@
+//! `flakegen leases` and `flakegen leases check` against the real servers
+//! of `scripts/services.sh` (MariaDB, PostgreSQL, Redis): what an operator
+//! is told, in words, and the exit status.
+//!
+//! ```text
+//! eval "$(scripts/services.sh start)"
+//! cargo test -p flakegen-cli --test leases
+//! ```
+//!
+//! The URLs must be set: the tests never pass by skipping. One test takes
+//! the marker away and one changes Redis' eviction policy, so the tests of
+//! this file run one at a time.
+
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease};
+use flakegen::{Builder, IdGenerator, Layout};
+
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn url(backend: &str) -> String {
+    let var = format!("FLAKEGEN_TEST_{}_URL", backend.to_ascii_uppercase());
+    std::env::var(&var).unwrap_or_else(|_| {
+        panic!("{var} is not set: start the servers with `eval \"$(scripts/services.sh start)\"`")
+    })
+}
+
+const BACKENDS: [&str; 3] = ["mysql", "postgres", "redis"];
+
+fn flakegen(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flakegen"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn said(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs `program` (a server's command-line client) with `args`.
+fn client(program: &str, args: &[&str]) {
+    let status = Command::new(program)
+        .args(args)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "{program} {args:?}");
+}
+
+/// The host and port of a URL.
+fn address(url: &str) -> (String, String) {
+    let rest = url.split_once('@').unwrap().1;
+    let address = rest.split('/').next().unwrap();
+    let (host, port) = address.split_once(':').unwrap();
+    (host.to_owned(), port.to_owned())
+}
+
+#[test]
+fn a_healthy_registry_passes_the_check() {
+    let _serial = serial();
+    for backend in BACKENDS {
+        let out = flakegen(&["leases", "check", &url(backend)]);
+        let said = said(&out);
+        assert!(out.status.success(), "{backend}: {said}");
+        for topic in ["tls", "reach", "clock", "permissions"] {
+            let line = said
+                .lines()
+                .find(|l| l.split_whitespace().nth(1) == Some(topic));
+            assert!(
+                line.is_some_and(|l| l.starts_with("ok")),
+                "{backend}: {said}"
+            );
+        }
+        assert!(
+            !said.contains("flakegen-test"),
+            "{backend}: a password printed: {said}"
+        );
+    }
+}
+
+#[test]
+fn a_clock_3_s_ahead_is_said_to_be_refused() {
+    let _serial = serial();
+    for backend in BACKENDS {
+        let out = flakegen(&[
+            "leases",
+            "check",
+            &url(backend),
+            "--clock-offset-ms",
+            "3000",
+        ]);
+        let said = said(&out);
+        assert_eq!(out.status.code(), Some(1), "{backend}: {said}");
+        let clock = said.lines().find(|l| l.contains(" clock ")).unwrap();
+        assert!(clock.starts_with("FAIL"), "{backend}: {clock}");
+        assert!(clock.contains("ahead of the registry's"), "{clock}");
+        assert!(
+            clock.contains("beyond the skew allowance of 2000 ms"),
+            "{clock}"
+        );
+        assert!(clock.contains("Synchronise this host's clock"), "{clock}");
+    }
+}
+
+#[test]
+fn a_wrong_password_is_said_as_such() {
+    let _serial = serial();
+    for backend in BACKENDS {
+        let wrong = url(backend).replace("flakegen-test", "wrong-password");
+        let out = flakegen(&["leases", "check", &wrong]);
+        let said = said(&out);
+        assert_eq!(out.status.code(), Some(1), "{backend}: {said}");
+        let line = said.lines().find(|l| l.contains("credentials")).unwrap();
+        assert!(line.starts_with("FAIL"), "{backend}: {said}");
+        assert!(line.contains("refused the credentials"), "{line}");
+        assert!(
+            !said.contains("wrong-password"),
+            "{backend}: a password printed: {said}"
+        );
+        // The listing says it too, on stderr.
+        let out = flakegen(&["leases", &wrong, "--namespace", "any"]);
+        assert_eq!(out.status.code(), Some(1), "{backend}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("refused the credentials"));
+    }
+}
+
+#[test]
+fn an_eviction_policy_that_may_drop_leases_is_said_with_the_fix() {
+    let _serial = serial();
+    let url = url("redis");
+    let (host, port) = address(&url);
+    let cli = |policy: &str| {
+        client(
+            "redis-cli",
+            &[
+                "-h",
+                &host,
+                "-p",
+                &port,
+                "-a",
+                "flakegen-test",
+                "--no-auth-warning",
+                "CONFIG",
+                "SET",
+                "maxmemory-policy",
+                policy,
+            ],
+        )
+    };
+    cli("allkeys-lru");
+    let out = flakegen(&["leases", "check", &url]);
+    cli("noeviction");
+    let said = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let line = said
+        .lines()
+        .find(|l| l.contains("maxmemory-policy"))
+        .unwrap();
+    assert!(line.starts_with("FAIL"), "{said}");
+    assert!(
+        line.contains("allkeys-lru may evict lease records"),
+        "{line}"
+    );
+    assert!(
+        line.contains("set maxmemory-policy to noeviction"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_table_without_its_marker_is_said_to_have_lost_its_data() {
+    let _serial = serial();
+    for backend in ["mysql", "postgres"] {
+        let url = url(backend);
+        // Have a table, and a marker, then take the marker away.
+        assert!(flakegen(&["leases", "check", &url]).status.success());
+        let delete = "DELETE FROM flakegen_leases WHERE worker = -1";
+        match backend {
+            "mysql" => {
+                let (host, port) = address(&url);
+                client(
+                    "mariadb",
+                    &[
+                        "-h",
+                        &host,
+                        "-P",
+                        &port,
+                        "-u",
+                        "flakegen",
+                        "-pflakegen-test",
+                        "flakegen",
+                        "-e",
+                        delete,
+                    ],
+                );
+            }
+            _ => client("psql", &[&url, "-qc", delete]),
+        }
+        let out = flakegen(&["leases", "check", &url]);
+        let said = said(&out);
+        // A warning: generators work, after a wait.
+        assert!(out.status.success(), "{backend}: {said}");
+        let line = said.lines().find(|l| l.contains(" marker ")).unwrap();
+        assert!(line.starts_with("warn"), "{backend}: {line}");
+        assert!(line.contains("no marker"), "{line}");
+        assert!(line.contains("lost its data"), "{line}");
+        assert!(line.contains("wait the TTL and the skew"), "{line}");
+        let out = flakegen(&["leases", &url, "--namespace", "any"]);
+        assert!(said_marker(&out).contains("marker"), "{backend}");
+    }
+}
+
+fn said_marker(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_listing_shows_a_running_generator_s_lease() {
+    let _serial = serial();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    for backend in BACKENDS {
+        let url = url(backend);
+        let namespace = format!("cli-{}-{nanos}", std::process::id());
+        let registry = lease::connect(&url).unwrap();
+        let generator = Builder::new()
+            .layout(Layout::builder().worker_bits(3).build_const())
+            .lease(Lease::new(registry, &namespace))
+            .max_wait(std::time::Duration::from_secs(20))
+            .build_atomic()
+            .unwrap();
+        let out = flakegen(&["leases", &url, "--namespace", &namespace, "--json"]);
+        assert!(out.status.success(), "{backend}: {}", said(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let records = json["records"].as_array().unwrap();
+        assert_eq!(records.len(), 1, "{backend}: {json}");
+        let record = &records[0];
+        assert_eq!(record["worker"], generator.worker(), "{backend}: {json}");
+        assert_eq!(record["state"], "held", "{backend}: {json}");
+        let fence = generator.lease().unwrap().fence;
+        let fence_ms = fence.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        // The registry's fence is the generator's, or one renewal newer.
+        assert!(
+            record["fence_unix_ms"].as_u64().unwrap() >= fence_ms,
+            "{backend}: {json}"
+        );
+        assert!(
+            record["fence_ahead_ms"].as_i64().unwrap() > 0,
+            "{backend}: {json}"
+        );
+        assert_eq!(
+            json["marker_unix_ms"], record["marker_unix_ms"],
+            "{backend}"
+        );
+
+        let out = flakegen(&["leases", &url, "--namespace", &namespace]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("1 records (1 held"), "{backend}: {text}");
+        generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+        let out = flakegen(&["leases", &url, "--namespace", &namespace]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("1 records (0 held, 0 expired, 1 free"),
+            "{backend}: {text}"
+        );
+    }
+}
