@@ -28,7 +28,8 @@ use flakegen::{Builder, Clock, Error, IdGenerator, Layout, Strategy, SystemClock
 /// Lease a worker id from a registry (mysql://, postgres:// or redis:// URL) and issue IDs.
 #[derive(Parser)]
 struct Args {
-    /// The registry: postgres://user:password@host:port/db or redis://:password@host:port/db.
+    /// The registry: mysql://user:password@host:port/db,
+    /// postgres://user:password@host:port/db or redis://:password@host:port/db.
     #[arg(env = "FLAKEGEN_LEASE_URL")]
     url: String,
     /// The lease namespace: generators that share a layout share one.
@@ -40,14 +41,14 @@ struct Args {
     /// The strategy: atomic, mutex or ticker.
     #[arg(long, default_value = "atomic")]
     strategy: Strategy,
-    /// The lease's TTL.
-    #[arg(long, default_value_t = 10_000)]
+    /// The lease's TTL, in ms.
+    #[arg(long = "ttl-ms", default_value_t = 10_000)]
     ttl_millis: u64,
     /// How often to renew the lease (default: a third of the TTL).
     #[arg(long)]
     renew_ms: Option<u64>,
-    /// How far clocks may disagree with the registry's, for ids without a record.
-    #[arg(long, default_value_t = 2_000)]
+    /// How far clocks may disagree with the registry's, in ms, for ids without a record.
+    #[arg(long = "skew-ms", default_value_t = 2_000)]
     skew_millis: u64,
     /// The longest to wait for a previous holder's fence.
     #[arg(long, default_value_t = 1_000)]

@@ -8,6 +8,8 @@
 #   scripts/bench-ab.sh <rev> <rev> [<rev>...] # those revisions, each ÷ the first:
 #                                              # the steps of a change, one by one
 #   ROUNDS=61 THREADS=1 scripts/bench-ab.sh d598cd5 HEAD
+#   scripts/bench-ab.sh HEAD HEAD+metrics      # a revision with features on
+#                                              # (rev+feature,feature) against itself
 #
 # Measuring one revision and then another, minutes apart, does not work on a
 # shared 2-core VM: the machine drifts by more than that between them, most
@@ -31,28 +33,38 @@ root=$(git rev-parse --show-toplevel)
 work="$root/target/bench-ab"
 mkdir -p "$work/harness/src"
 
-# A detached worktree of $1 (named by its full hash, added the first time)
-# whose package is version 0.0.$2; prints its path.
+# A detached worktree of revision $1 (named by its full hash and the
+# features $3, added the first time) whose package is version 0.0.$2;
+# prints its path.
 checkout() {
   local sha dir
   sha=$(git -C "$root" rev-parse --verify "$1^{commit}")
-  dir="$work/$sha"
+  dir="$work/$sha${3:+-${3//,/-}}"
   [ -d "$dir" ] || git -C "$root" worktree add --detach "$dir" "$sha" >/dev/null
   sed -i "0,/^version = .*/s//version = \"0.0.$2\"/" "$dir/Cargo.toml"
   echo "$dir"
 }
 
 revisions=("$@")
-dirs=()
-for i in "${!revisions[@]}"; do dirs+=("$(checkout "${revisions[$i]}" "$((i + 1))")"); done
+dirs=() features=()
+for i in "${!revisions[@]}"; do
+  rev=${revisions[$i]%%+*}
+  with=""
+  [[ ${revisions[$i]} == *+* ]] && with=${revisions[$i]#*+}
+  dirs+=("$(checkout "$rev" "$((i + 1))" "$with")")
+  features+=("$with")
+done
 if [ $# -eq 1 ]; then
   revisions+=("this checkout")
   dirs+=("$root")
+  features+=("")
 fi
 
 deps="" calls=""
 for i in "${!dirs[@]}"; do
-  deps+="r$i = { package = \"flakegen\", path = \"${dirs[$i]}\" }"$'\n'
+  list=""
+  [ -n "${features[$i]}" ] && list=", features = [\"${features[$i]//,/\", \"}\"]"
+  deps+="r$i = { package = \"flakegen\", path = \"${dirs[$i]}\"$list }"$'\n'
   calls+="    contenders!(r$i, \"r$i\", list);"$'\n'
   echo "r$i = ${revisions[$i]} ($(git -C "${dirs[$i]}" rev-parse --short HEAD))"
 done

@@ -2,7 +2,8 @@
 # A service's lease through a Redis crash, as an operator would see it:
 # integration/examples/async_service answers GET /id with 200 before the crash, 503
 # while its lease's fence holds and the lease is leased again, and 200
-# after, without a restart. Then it shuts down and gives its id back.
+# after, without a restart; its /metrics show the loss and the heal. Then it
+# shuts down and gives its id back.
 #
 #   eval "$(scripts/services.sh start)"
 #   scripts/heal-drill.sh target/debug/examples/async_service
@@ -69,6 +70,21 @@ printf '%s\n' "${codes[@]:0:$marks}" | grep -qvx 200 && { echo "heal drill: refu
 [ -n "$back" ] || { cat "$work/err" >&2; echo "heal drill: no 200 within 5 s of the crash" >&2; exit 1; }
 [ "${codes[-1]}" = 200 ] || { echo "heal drill: refusing again at the end" >&2; exit 1; }
 echo "heal drill: 200 again ${back} ms after the crash, with no restart"
+
+# The metrics say what happened: one loss, one lease taken again, refusals
+# at the fence meanwhile, and the lease held again.
+exec 3<>"/dev/tcp/$host/$port"
+printf 'GET /metrics HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n' "$address" >&3
+metrics=$(cat <&3)
+exec 3<&-
+metric() { sed -n "s/^$1 //p" <<<"$metrics"; }
+losses=$(metric 'flakegen_lease_losses_total{namespace="heal-drill-[0-9]*"}')
+again=$(metric 'flakegen_lease_reacquisitions_total{namespace="heal-drill-[0-9]*"}')
+held=$(metric 'flakegen_lease_state{namespace="heal-drill-[0-9]*",state="held"}')
+refused=$(metric 'flakegen_refusals_total{kind="lease_lost"}')
+echo "heal drill: metrics: ${losses:-?} lost, ${again:-?} taken again, held ${held:-?}, ${refused:-0} refused at the fence"
+[ "${losses:-0}" -ge 1 ] && [ "${again:-0}" -ge 1 ] && [ "${held:-0}" = 1 ] ||
+  { printf '%s\n' "$metrics" >&2; echo "heal drill: the metrics do not show the loss and the heal" >&2; exit 1; }
 
 kill -INT "$pid"
 wait "$pid"

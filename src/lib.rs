@@ -129,10 +129,31 @@
 //! | `postgres` | worker-id leases in a PostgreSQL table (`lease::PostgresRegistry`); [`Snowflake`] as a `BIGINT` for the `postgres` crates (`sql`) | `tokio-postgres`, a small `tokio` runtime driven by the lease's thread |
 //! | `mysql` | worker-id leases in a MySQL or MariaDB table (`lease::MysqlRegistry`) | `mysql_async` (pure Rust, rustls), the same small runtime |
 //! | `redis` | worker-id leases in Redis (`lease::RedisRegistry`) | `redis`, the same small runtime |
+//! | `metrics` | the lease's and the generators' [metrics](#metrics), through the `metrics` facade | `metrics` |
 //! | `sqlx` | [`Snowflake`] as a `BIGINT` for sqlx 0.8 (PostgreSQL, MySQL/MariaDB, SQLite): `sql` | `sqlx-core` |
 //! | `tokio` | `AsyncIdGenerator` (`next_id_async`), `Builder::build_async`, `Release::wait_async`: every wait a tokio sleep | `tokio` (timer only) |
 //!
 //! Items that need a feature say so on docs.rs.
+//!
+//! # Metrics
+//!
+//! With the `metrics` feature, flakegen reports through the
+//! [`metrics`](https://docs.rs/metrics) facade, so the application's
+//! exporter (Prometheus, StatsD, OpenTelemetry) publishes them. Nothing is
+//! counted on the path of an ID that does not wait: only refusals, waits,
+//! and what the lease's thread does.
+//!
+//! | name | kind | labels | what |
+//! |---|---|---|---|
+//! | `flakegen_lease_state` | gauge | `namespace`, `state` | 1 for the lease's state (`held`, `renewing`, `lost`, `reacquiring`, `released`), 0 for the others |
+//! | `flakegen_lease_fence_lead_seconds` | gauge | `namespace` | how far the confirmed fence led the holder's clock at the last renewal or acquisition: the time the generator can issue for with its registry gone |
+//! | `flakegen_lease_renewal_seconds` | histogram | `namespace` | the round trip of each confirmed renewal |
+//! | `flakegen_lease_renewals_failed_total` | counter | `namespace` | renewals that failed (the lease is kept, and retried) |
+//! | `flakegen_lease_losses_total` | counter | `namespace` | leases lost: taken, or gone with the registry's data |
+//! | `flakegen_lease_reacquisitions_total` | counter | `namespace` | leases taken again after a loss (healing) |
+//! | `flakegen_lease_releases_total` | counter | `namespace` | leases given back at shutdown |
+//! | `flakegen_refusals_total` | counter | `kind` | calls refused: `clock_behind`, `lease_lost`, `shut_down`, `timestamp_exhausted`, `would_block` (`try_next_id`) |
+//! | `flakegen_wait_seconds` | histogram | `cause` | waits, and their total time: `unit` (the unit's IDs used up), `ahead` (the IDs lie further ahead of the clock: a step back, `resume_after`, a lease's start), `fence` (at the lease's fence, for a renewal or a new lease); for the async calls, the wait they were told to make |
 //!
 //! # Caveats
 //!
@@ -178,6 +199,7 @@ mod id;
 mod layout;
 mod layout_text;
 pub mod lease;
+mod meter;
 #[cfg(feature = "serde")]
 pub mod serde;
 #[cfg(any(feature = "postgres", feature = "sqlx"))]

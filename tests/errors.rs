@@ -275,9 +275,16 @@ fn cases() -> Vec<Case> {
     );
     case(
         "a registry URL of no known scheme",
-        err(lease::connect("mysql://app@db/app")),
+        err(lease::connect("etcd://app@db/app")),
         |e| matches!(e, Error::Lease(LeaseError::UnsupportedUrl { .. })),
-        "use postgres:// or redis://",
+        "use postgres://, mysql:// or redis://",
+    );
+    #[cfg(not(feature = "mysql"))]
+    case(
+        "a mysql URL without the feature",
+        err(lease::connect("mysql://app@db/app")),
+        |e| matches!(e, Error::Lease(LeaseError::FeatureOff { .. })),
+        "flakegen's \"mysql\" feature",
     );
     #[cfg(not(feature = "postgres"))]
     case(

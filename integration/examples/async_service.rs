@@ -5,10 +5,11 @@
 //! eval "$(scripts/services.sh start)"
 //! cargo run -p flakegen-integration --example async_service -- "$FLAKEGEN_TEST_REDIS_URL"
 //! curl localhost:3000/id        # in another terminal; Ctrl-C to stop
+//! curl localhost:3000/metrics   # the lease's and the generator's, in Prometheus text
 //! ```
 //!
-//! `--requests N` makes N requests to itself, then shuts down as on Ctrl-C:
-//! the way CI runs it. `scripts/heal-drill.sh` runs it through a Redis
+//! `--requests N` makes N requests to itself, prints one scrape of
+//! `/metrics`, then shuts down as on Ctrl-C: the way CI runs it. `scripts/heal-drill.sh` runs it through a Redis
 //! crash: it answers 503 while its lease heals, and 200 again after, with
 //! no restart.
 
@@ -23,6 +24,7 @@ use axum::routing::get;
 use clap::Parser;
 use flakegen::lease::{self, Lease};
 use flakegen::{AsyncIdGenerator, Builder, IdGenerator, Strategy};
+use metrics_exporter_prometheus::PrometheusBuilder;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
@@ -40,11 +42,11 @@ struct Args {
     /// Make this many requests to itself, then shut down.
     #[arg(long)]
     requests: Option<u32>,
-    /// The lease's TTL.
-    #[arg(long, default_value_t = 10_000)]
+    /// The lease's TTL, in ms.
+    #[arg(long = "ttl-ms", default_value_t = 10_000)]
     ttl_millis: u64,
-    /// How far clocks may disagree with the registry's, for ids without a record.
-    #[arg(long, default_value_t = 2_000)]
+    /// How far clocks may disagree with the registry's, in ms, for ids without a record.
+    #[arg(long = "skew-ms", default_value_t = 2_000)]
     skew_millis: u64,
 }
 
@@ -75,6 +77,16 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    // flakegen reports through the `metrics` facade; this recorder renders
+    // what it is told as Prometheus text on GET /metrics.
+    let metrics = PrometheusBuilder::new().install_recorder()?;
+    let upkeep = metrics.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            upkeep.run_upkeep();
+        }
+    });
     let registry = lease::connect(&args.registry)?;
     let lease = Lease::new(registry, args.namespace)
         .ttl(Duration::from_millis(args.ttl_millis))
@@ -92,6 +104,7 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     let app = Router::new()
         .route("/id", get(next_id))
+        .route("/metrics", get(move || async move { metrics.render() }))
         .with_state(Arc::clone(&ids));
     let listener = TcpListener::bind(args.listen).await?;
     let address = listener.local_addr()?;
@@ -111,8 +124,9 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     if let Some(requests) = args.requests {
         for _ in 0..requests {
-            println!("GET /id -> {}", get_id(address).await?);
+            println!("GET /id -> {}", fetch(address, "/id").await?);
         }
+        println!("GET /metrics ->\n{}", fetch(address, "/metrics").await?);
         let _ = stop.send(());
     }
     server.await??;
@@ -126,10 +140,10 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// One `GET /id` over HTTP/1.1, returning the body.
-async fn get_id(address: SocketAddr) -> std::io::Result<String> {
+/// One `GET` of `path` over HTTP/1.1, returning the body.
+async fn fetch(address: SocketAddr, path: &str) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(address).await?;
-    let request = format!("GET /id HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut response = String::new();
     stream.read_to_string(&mut response).await?;

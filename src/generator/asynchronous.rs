@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::IdGenerator;
 use super::error::IssueError;
 use crate::id::Snowflake;
+use crate::meter;
 
 /// The issuing calls of [`IdGenerator`] for async code (feature `tokio`),
 /// for every generator, `Box<dyn IdGenerator>` included.
@@ -67,7 +68,7 @@ impl<G: IdGenerator + ?Sized> AsyncIdGenerator for G {
             Err(IssueError::WouldBlock { wait_nanos }) => {
                 wait_then(self, wait_nanos, |g| g.next_id_or_wait_hint()).await
             }
-            done => done,
+            done => done.map_err(meter::refused),
         }
     }
 
@@ -77,7 +78,7 @@ impl<G: IdGenerator + ?Sized> AsyncIdGenerator for G {
             Err(IssueError::WouldBlock { wait_nanos }) => {
                 wait_then(self, wait_nanos, |g| g.next_ids_or_wait_hint(ids)).await
             }
-            done => done,
+            done => done.map_err(meter::refused),
         }
     }
 }
@@ -96,14 +97,14 @@ where
     let give_up = Instant::now().checked_add(generator.max_wait());
     loop {
         if give_up.is_some_and(|at| Instant::now() >= at) {
-            return Err(IssueError::ClockBehind {
+            return Err(meter::refused(IssueError::ClockBehind {
                 behind_nanos: wait_nanos,
-            });
+            }));
         }
         tokio::time::sleep(Duration::from_nanos(wait_nanos)).await;
         match attempt(generator) {
             Err(IssueError::WouldBlock { wait_nanos: again }) => wait_nanos = again,
-            done => return done,
+            done => return done.map_err(meter::refused),
         }
     }
 }

@@ -22,6 +22,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::id::Snowflake;
 use crate::layout::Layout;
 use crate::lease::{Claim, LeaseHandle, LeaseStatus, Release};
+use crate::meter::{self, Cause};
 
 /// A Snowflake generator: the one implementation of [`IdGenerator`], over a
 /// strategy `R` that says how concurrent callers synchronise and a [`Clock`] `C`.
@@ -382,13 +383,17 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
             // The ticks stay reserved and are never issued: a gap, never a repeat.
             Err(Refusal::Exhausted) => Err(self.core.exhausted()),
             Err(Refusal::WaitUntil(unit)) => {
-                let now_nanos = self.clock_or_give_back(wait, claim, ticks, unit)?;
+                let cause = Cause::of_unit(unit, ticks.now);
+                let now_nanos = self.clock_or_give_back(wait, claim, ticks, unit, cause)?;
                 self.core.wait_for(unit, now_nanos)?;
                 // The ticks are ours; hand them out once the clock allows, or
                 // skip them if it does not within max_wait (a gap, never a repeat).
-                self.raw
-                    .wait_until(&self.core, unit, now_nanos, self.core.give_up())
-                    .map_err(|behind_nanos| IssueError::ClockBehind { behind_nanos })?;
+                let waiting = Instant::now();
+                let waited = self
+                    .raw
+                    .wait_until(&self.core, unit, now_nanos, self.core.give_up());
+                meter::waited(cause, waiting.elapsed());
+                waited.map_err(|behind_nanos| IssueError::ClockBehind { behind_nanos })?;
                 Ok((ticks.first, claim))
             }
         }
@@ -408,16 +413,15 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     ) -> Result<(u64, &'a Claim), IssueError> {
         let end = ticks.end();
         if let Err(Refusal::WaitUntil(unit)) = self.core.rules.verdict(end, ticks.now, u64::MAX) {
-            let now_nanos = self.clock_or_give_back(wait, claim, ticks, unit)?;
+            let now_nanos = self.clock_or_give_back(wait, claim, ticks, unit, Cause::Fence)?;
             let give_up = self.core.give_up();
-            if self.core.wait_for(unit, now_nanos).is_ok()
-                && self
-                    .raw
-                    .wait_until(&self.core, unit, now_nanos, give_up)
-                    .is_ok()
-                && end < claim.cap()
-            {
-                return Ok((ticks.first, claim));
+            if self.core.wait_for(unit, now_nanos).is_ok() {
+                let waiting = Instant::now();
+                let waited = self.raw.wait_until(&self.core, unit, now_nanos, give_up);
+                meter::waited(Cause::Fence, waiting.elapsed());
+                if waited.is_ok() && end < claim.cap() {
+                    return Ok((ticks.first, claim));
+                }
             }
         }
         self.raw.give_back(ticks.first, end);
@@ -428,7 +432,8 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     /// The clock's reading, for `ticks` that may not be issued before
     /// `unit`; or, for a call that gives back rather than waits, when the
     /// clock is short of the unit, the ticks given back and how long to
-    /// wait. (Past the unit's start a wait returns at once, so it is made.)
+    /// wait (a wait of `cause`, which the caller makes its own way). (Past
+    /// the unit's start a wait returns at once, so it is made.)
     #[cold]
     fn clock_or_give_back(
         &self,
@@ -436,13 +441,18 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
         claim: &Claim,
         ticks: Unsettled,
         unit: u64,
+        cause: Cause,
     ) -> Result<u64, IssueError> {
         let now_nanos = self.core.clock.unix_nanos();
         if wait == Wait::GiveBack && !self.core.reached(unit, now_nanos) {
             self.raw.give_back(ticks.first, ticks.end());
-            return Err(self
+            let said = self
                 .core
-                .refusal_error(Refusal::WaitUntil(unit), claim, now_nanos));
+                .refusal_error(Refusal::WaitUntil(unit), claim, now_nanos);
+            if let IssueError::WouldBlock { wait_nanos } = said {
+                meter::waited(cause, Duration::from_nanos(wait_nanos));
+            }
+            return Err(said);
         }
         Ok(now_nanos)
     }
@@ -504,7 +514,7 @@ impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
 impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, IssueError> {
-        let (tick, claim) = self.issue(1, Wait::Block)?;
+        let (tick, claim) = self.issue(1, Wait::Block).map_err(meter::refused)?;
         Ok(claim.id(self.core.layout(), tick))
     }
 
@@ -516,13 +526,15 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     #[inline]
     fn try_next_id(&self) -> Result<Snowflake, IssueError> {
-        let (tick, claim) = self.try_issue(1)?;
+        let (tick, claim) = self.try_issue(1).map_err(meter::refused)?;
         Ok(claim.id(self.core.layout(), tick))
     }
 
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
         if !ids.is_empty() {
-            let (first, claim) = self.issue(ids.len() as u64, Wait::Block)?;
+            let (first, claim) = self
+                .issue(ids.len() as u64, Wait::Block)
+                .map_err(meter::refused)?;
             self.core.fill(claim, first, ids);
         }
         Ok(())
@@ -538,7 +550,7 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
         if !ids.is_empty() {
-            let (first, claim) = self.try_issue(ids.len() as u64)?;
+            let (first, claim) = self.try_issue(ids.len() as u64).map_err(meter::refused)?;
             self.core.fill(claim, first, ids);
         }
         Ok(())

@@ -19,6 +19,7 @@ use super::protocol::{self, Holding, Terms, Unconfirmed};
 use super::slot::Done;
 use super::state::{ClaimId, LeaseState, Shared, Stop};
 use crate::clock::units::millis;
+use crate::meter;
 
 /// One lease event at `level` (a constant), with the fields every lease
 /// event carries, the error if there is one, and any fields of its own.
@@ -214,6 +215,8 @@ impl Keeping {
                 held.claim
                     .fence()
                     .confirm(&shared.layout, fence_unix_millis);
+                let lead = lead_millis(fence_unix_millis, shared.now_ms());
+                meter::renewed(&shared.namespace, asked_at.elapsed(), lead);
                 if said.failing || said.fence_reached {
                     event!(
                         Level::INFO,
@@ -231,6 +234,7 @@ impl Keeping {
                 (Phase::Holding(held), asked_at + self.renew_every)
             }
             Err(Unconfirmed::Lost(e)) => {
+                meter::count("flakegen_lease_losses_total", &shared.namespace);
                 let fence = held.claim.fence().unix_millis();
                 let starts = held.previous_fence_unix_millis;
                 let old = held.claim;
@@ -270,6 +274,7 @@ impl Keeping {
                 }
             }
             Err(Unconfirmed::Failed(e)) => {
+                meter::count("flakegen_lease_renewals_failed_total", &shared.namespace);
                 if !said.failing {
                     said.failing = true;
                     let message = "lease renewals failing: the generator issues up to its fence \
@@ -348,8 +353,10 @@ impl Keeping {
             )),
             Err(e) => Err((e, "lease not released: it expires after its TTL")),
         };
+        meter::lease_state(&shared.namespace, LeaseState::Released);
         match outcome {
             Ok(()) => {
+                meter::count("flakegen_lease_releases_total", &shared.namespace);
                 let message = "lease released";
                 event!(
                     Level::INFO,
@@ -388,6 +395,10 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
         held.renewed_at,
         previous.is_some(),
     );
+    meter::fence_lead(&shared.namespace, lead_millis(fence, shared.now_ms()));
+    if previous.is_some() {
+        meter::count("flakegen_lease_reacquisitions_total", &shared.namespace);
+    }
     let none = None::<&LeaseError>;
     match previous {
         None => event!(
@@ -410,6 +421,11 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
             starts_unix_millis = starts,
         ),
     }
+}
+
+/// How far `fence_unix_millis` lies ahead of `now_ms`, signed.
+fn lead_millis(fence_unix_millis: u64, now_ms: u64) -> i64 {
+    i64::try_from(i128::from(fence_unix_millis) - i128::from(now_ms)).unwrap_or(i64::MAX)
 }
 
 /// Says, once, that the clock reached `claim`'s fence: the generator refuses.

@@ -10,6 +10,7 @@ use super::slot::Slot;
 use crate::clock::Clock;
 use crate::clock::units::floor_millis;
 use crate::layout::Layout;
+use crate::meter;
 
 /// Where a lease stands. The [lifecycle](super#the-lifecycle) shows how
 /// one leads to another.
@@ -208,6 +209,7 @@ impl Shared {
         renewed_at: Instant,
         reacquired: bool,
     ) {
+        meter::lease_state(&self.namespace, LeaseState::Held);
         let mut status = lock(&self.status);
         status.state = LeaseState::Held;
         status.renewed_at = renewed_at;
@@ -225,6 +227,7 @@ impl Shared {
         reason: Option<String>,
         renewed_at: Option<Instant>,
     ) {
+        meter::lease_state(&self.namespace, state);
         let mut status = lock(&self.status);
         status.state = state;
         status.last_error = reason;
