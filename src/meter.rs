@@ -8,28 +8,18 @@
 use std::time::Duration;
 
 use crate::IssueError;
-use crate::lease::LeaseState;
 
 #[cfg(feature = "metrics")]
 mod on {
     use std::time::Duration;
 
     use crate::IssueError;
-    use crate::lease::LeaseState;
 
-    const STATES: [(LeaseState, &str); 5] = [
-        (LeaseState::Held, "held"),
-        (LeaseState::Renewing, "renewing"),
-        (LeaseState::Lost, "lost"),
-        (LeaseState::Reacquiring, "reacquiring"),
-        (LeaseState::Released, "released"),
-    ];
-
-    pub(super) fn lease_state(namespace: &str, state: LeaseState) {
+    pub(super) fn lease_state(namespace: &str, states: [(&'static str, bool); 5]) {
         // One series per state, 1 for the state in force: a dashboard sums
         // or filters them without knowing an encoding.
-        for (each, name) in STATES {
-            let value = if each == state { 1.0 } else { 0.0 };
+        for (name, current) in states {
+            let value = if current { 1.0 } else { 0.0 };
             ::metrics::gauge!("flakegen_lease_state", "namespace" => namespace.to_owned(), "state" => name)
                 .set(value);
         }
@@ -98,12 +88,13 @@ impl Cause {
     }
 }
 
-/// The lease of `namespace` is now in `state`.
+/// The lease of `namespace` is now in the state marked `true` of `states`
+/// (each state's name, from `LeaseState::named`).
 #[inline(always)]
-pub(crate) fn lease_state(namespace: &str, state: LeaseState) {
+pub(crate) fn lease_state(namespace: &str, states: [(&'static str, bool); 5]) {
     #[cfg(feature = "metrics")]
-    on::lease_state(namespace, state);
-    let _ = (namespace, state);
+    on::lease_state(namespace, states);
+    let _ = (namespace, states);
 }
 
 /// A renewal confirmed a fence `fence_lead_millis` ahead of the holder's

@@ -15,8 +15,9 @@
 //! for an `i64`: use a signed `BIGINT`, which every ID up to `i64::MAX` fits,
 //! as the other databases do.
 //!
-//! ```ignore
+//! ```text
 //! // sqlx = { version = "0.8", features = ["runtime-tokio", "mysql"] }
+//! // (what the repository's integration/tests/sqlx.rs runs on all three databases)
 //! sqlx::query("INSERT INTO orders (id, item) VALUES (?, ?)")
 //!     .bind(generator.next_id()?)
 //!     .bind("tea")
@@ -37,16 +38,23 @@
 //! # Examples
 //!
 //! ```no_run
+//! # #[cfg(feature = "postgres")]
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use flakegen::{IdGenerator, Snowflake, AtomicGenerator};
+//! use tokio_postgres::NoTls;
 //!
-//! let mut client = postgres::Client::connect("postgres://app@localhost/app", postgres::NoTls)?;
-//! client.batch_execute("CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY, item TEXT)")?;
+//! // The `postgres` crate's blocking client takes the same parameters.
+//! let (client, connection) = tokio_postgres::connect("postgres://app@localhost/app", NoTls).await?;
+//! tokio::spawn(connection);
+//! client.batch_execute("CREATE TABLE IF NOT EXISTS orders (id BIGINT PRIMARY KEY, item TEXT)").await?;
 //! let generator = AtomicGenerator::new(1)?;
 //! let id = generator.next_id()?;
-//! client.execute("INSERT INTO orders (id, item) VALUES ($1, $2)", &[&id, &"tea"])?;
-//! let back: Snowflake = client.query_one("SELECT id FROM orders WHERE id = $1", &[&id])?.get(0);
+//! client.execute("INSERT INTO orders (id, item) VALUES ($1, $2)", &[&id, &"tea"]).await?;
+//! let back: Snowflake = client.query_one("SELECT id FROM orders WHERE id = $1", &[&id]).await?.get(0);
 //! assert_eq!(back, id);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
+//! # fn main() {}
 //! ```
 
 #[cfg(feature = "postgres")]

@@ -353,7 +353,7 @@ impl Keeping {
             )),
             Err(e) => Err((e, "lease not released: it expires after its TTL")),
         };
-        meter::lease_state(&shared.namespace, LeaseState::Released);
+        meter::lease_state(&shared.namespace, LeaseState::Released.named());
         match outcome {
             Ok(()) => {
                 meter::count("flakegen_lease_releases_total", &shared.namespace);

@@ -42,6 +42,22 @@ pub enum LeaseState {
     Released,
 }
 
+impl LeaseState {
+    /// Every state, with the name the `flakegen_lease_state` metric gives it.
+    const NAMED: [(LeaseState, &'static str); 5] = [
+        (LeaseState::Held, "held"),
+        (LeaseState::Renewing, "renewing"),
+        (LeaseState::Lost, "lost"),
+        (LeaseState::Reacquiring, "reacquiring"),
+        (LeaseState::Released, "released"),
+    ];
+
+    /// Each state's name, and whether it is `self`: what the metric reports.
+    pub(crate) fn named(self) -> [(&'static str, bool); 5] {
+        Self::NAMED.map(|(state, name)| (name, state == self))
+    }
+}
+
 /// A leased generator's lease: [`IdGenerator::lease`](crate::IdGenerator::lease).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -209,7 +225,7 @@ impl Shared {
         renewed_at: Instant,
         reacquired: bool,
     ) {
-        meter::lease_state(&self.namespace, LeaseState::Held);
+        meter::lease_state(&self.namespace, LeaseState::Held.named());
         let mut status = lock(&self.status);
         status.state = LeaseState::Held;
         status.renewed_at = renewed_at;
@@ -227,7 +243,7 @@ impl Shared {
         reason: Option<String>,
         renewed_at: Option<Instant>,
     ) {
-        meter::lease_state(&self.namespace, state);
+        meter::lease_state(&self.namespace, state.named());
         let mut status = lock(&self.status);
         status.state = state;
         status.last_error = reason;
