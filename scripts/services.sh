@@ -137,6 +137,8 @@ start_postgres() {
     fresh=1
   fi
   say "starting postgres on 127.0.0.1:$pg_port"
+  # fsync=off: commits still reach the OS at once, so a killed server loses
+  # none (the tests never crash the machine); synchronous_commit stays on.
   as_postgres "$bin/pg_ctl" start -D "$data" -w -t 30 -l "$dir/postgres.log" \
     -o "-p $pg_port -k $data -c listen_addresses=127.0.0.1 -c fsync=off -c ssl=on \
         -c ssl_cert_file=$tls/server.crt -c ssl_key_file=$tls/server.key \

@@ -64,7 +64,8 @@ pub mod in_tokio;
 #[doc(hidden)]
 pub mod rules;
 mod store;
-mod support;
+#[doc(hidden)]
+pub mod support;
 
 /// A registry under test, and the faults the suite puts it through.
 ///
@@ -161,6 +162,7 @@ macro_rules! __suite {
 
         $crate::__tests!(rules:
             each_generator_gets_its_own_id_until_all_are_held,
+            builds_racing_in_a_new_namespace_each_get_an_id,
             a_released_id_is_taken_over_at_once_above_the_last_id,
             a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued,
             an_expired_lease_is_taken_over_at_or_after_its_fence,

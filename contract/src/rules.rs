@@ -84,6 +84,40 @@ pub fn each_generator_gets_its_own_id_until_all_are_held(fixture: &dyn Fixture) 
     }
 }
 
+/// Builds that race in one namespace each get an id of their own, never a
+/// refusal while ids are free: a read that is not one atomic step may see
+/// the fresh id taken between its steps, and must not say all are held.
+pub fn builds_racing_in_a_new_namespace_each_get_an_id(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    for _ in 0..8 {
+        let ns = namespace("racing");
+        let start = std::sync::Barrier::new(4);
+        let generators: Vec<_> = thread::scope(|scope| {
+            let builds: Vec<_> = (0..4)
+                .map(|_| {
+                    let builder = store.leased(FOUR, &ns);
+                    let start = &start;
+                    scope.spawn(move || {
+                        start.wait();
+                        builder.build_atomic()
+                    })
+                })
+                .collect();
+            builds
+                .into_iter()
+                .map(|b| match b.join().unwrap() {
+                    Ok(generator) => generator,
+                    Err(e) => panic!("{}: a racing build was refused: {e}", store.name()),
+                })
+                .collect()
+        });
+        let workers: Vec<u64> = generators.iter().map(|g| g.worker()).collect();
+        let mut sorted = workers.clone();
+        sorted.sort();
+        assert_eq!(sorted, [0, 1, 2, 3], "{}: {workers:?}", store.name());
+    }
+}
+
 pub fn a_released_id_is_taken_over_at_once_above_the_last_id(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let ns = namespace("release");

@@ -1,5 +1,5 @@
-//! What the suite's tests share: every strategy from one builder, and the
-//! order of IDs.
+//! What the suite's tests share, and flakegen's own tests with them: every
+//! strategy from one builder, and the order of IDs.
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use flakegen::{
 /// `ManualClock` (a thread would notice a manual clock change up to one unit
 /// later, and a test could not tell when). Its thread and its fallbacks have
 /// tests of their own.
-pub(crate) fn build<C: Clock + Clone + 'static>(
+pub fn build<C: Clock + Clone + 'static>(
     strategy: Strategy,
     builder: Builder<C>,
 ) -> Box<dyn IdGenerator> {
@@ -25,7 +25,7 @@ pub(crate) fn build<C: Clock + Clone + 'static>(
 }
 
 /// A thread-less ticker that reads the clock before every call.
-pub(crate) struct Refreshed<C: Clock + 'static>(pub TickerGenerator<C>);
+pub struct Refreshed<C: Clock + 'static>(pub TickerGenerator<C>);
 
 impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
     fn next_id(&self) -> Result<Snowflake, IssueError> {
@@ -59,7 +59,7 @@ impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
 }
 
 /// Asserts the sequence is strictly increasing (hence also free of duplicates).
-pub(crate) fn assert_strictly_increasing(ids: &[Snowflake], context: impl std::fmt::Display) {
+pub fn assert_strictly_increasing(ids: &[Snowflake], context: impl std::fmt::Display) {
     if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
         panic!(
             "{context}: ids[{i}] = {} is not below ids[{}] = {}",

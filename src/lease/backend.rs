@@ -57,6 +57,10 @@ pub trait Registry: Send + Sync + 'static {
     /// - the record of [`Snapshot::fresh`], if it has one from before the
     ///   marker in force.
     ///
+    /// A read may take several steps rather than one atomic one: if an
+    /// acquisition racing it takes the fresh id between them, and the
+    /// snapshot holds that id's new record, flakegen reads again.
+    ///
     /// # Errors
     ///
     /// The connection's errors, and [`LeaseError::Corrupt`] for a record the
@@ -157,6 +161,20 @@ pub struct Snapshot {
     pub more: bool,
 }
 
+impl Snapshot {
+    /// Whether the fresh id has a record under `marker_unix_millis` after
+    /// all: a read made of several steps, not one atomic step, can see an
+    /// acquisition racing it write that record between them. Such a
+    /// snapshot is read again.
+    pub(crate) fn fresh_taken(&self, marker_unix_millis: u64) -> bool {
+        self.fresh.is_some_and(|fresh| {
+            self.records
+                .iter()
+                .any(|r| r.worker == fresh && r.marker_unix_millis == marker_unix_millis)
+        })
+    }
+}
+
 /// What [`Registry::list`] found: every record of a namespace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Listing {
@@ -206,6 +224,13 @@ pub struct NewRecord<'a> {
     pub ttl_millis: u64,
     /// The fence, in ms since 1970.
     pub fence_unix_millis: u64,
+}
+
+/// A count of ms, or a version, for a SQL `BIGINT` column: past `i64::MAX`
+/// (never, for a time before the year 292,000,000) it saturates.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn signed(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 /// Checks a namespace: the backends put it in keys and rows.

@@ -8,7 +8,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, SslOpts};
 
 use super::DEFAULT_TIMEOUT;
-use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
+use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot, signed};
 use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls;
@@ -47,7 +47,8 @@ use super::tls;
 /// moves its creation time too: alter it only with no generator running,
 /// or take the wait. A table flakegen creates starts at 0: nothing can have
 /// been lost. Not detected, so never done under running generators:
-/// deleting some rows but not the marker, or restoring a physical backup
+/// deleting some rows but not the marker, dropping the table (flakegen
+/// creates the next one at marker 0, as new), restoring a physical backup
 /// (which keeps the creation time), or a failover to a replica that missed
 /// writes. After any of those, delete the marker row
 /// (`DELETE FROM flakegen_leases WHERE worker = -1`) before a generator starts.
@@ -340,10 +341,6 @@ async fn create_table(conn: &mut Conn) -> Result<(), mysql_async::Error> {
         conn.query_drop(MysqlRegistry::NEW_TABLE_MARKER).await?;
     }
     Ok(())
-}
-
-fn signed(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 impl Registry for MysqlRegistry {

@@ -10,7 +10,7 @@ use tokio_postgres::{Client, Config, NoTls, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::DEFAULT_TIMEOUT;
-use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
+use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot, signed};
 use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls::{self, Verify};
@@ -37,6 +37,13 @@ use super::tls::{self, Verify};
 /// (the new one starts at 0), or restoring it from a backup. After any of
 /// those, delete the marker row (`DELETE FROM flakegen_leases WHERE worker = -1`)
 /// before a generator starts.
+///
+/// A restart or a crash of the server is no loss when its commits are
+/// durable, as they are by default. With `synchronous_commit = off`, a crash
+/// forgets the last commits (up to three times `wal_writer_delay`), renewals
+/// their holders already used among them, and nothing in the table shows
+/// it; with `fsync = off`, so does a crash of the machine. Keep both on
+/// where generators lease.
 ///
 /// A read finds what an acquisition chooses from through two partial
 /// indexes (the free records by fence, the held ones by expiry) and a
@@ -442,10 +449,6 @@ fn lowercase_scheme(url: &str) -> std::borrow::Cow<'_, str> {
         }
         _ => url.into(),
     }
-}
-
-fn signed(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 impl Registry for PostgresRegistry {

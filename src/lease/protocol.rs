@@ -196,12 +196,19 @@ pub(crate) fn acquire(
             Some(marker) => marker,
             None => registry.mark(terms.namespace)?,
         };
-        let (worker, expect, previous_fence_unix_millis) = terms
-            .choose(&snapshot, marker_unix_millis, now, prefer)
-            .map_err(|held| LeaseError::AllHeld {
-                namespace: terms.namespace.to_owned(),
-                held,
-            })?;
+        let (worker, expect, previous_fence_unix_millis) =
+            match terms.choose(&snapshot, marker_unix_millis, now, prefer) {
+                Ok(chosen) => chosen,
+                // A read of several steps saw the fresh id free, then its
+                // record written by an acquisition racing this one: look again.
+                Err(_) if snapshot.fresh_taken(marker_unix_millis) => continue,
+                Err(held) => {
+                    return Err(LeaseError::AllHeld {
+                        namespace: terms.namespace.to_owned(),
+                        held,
+                    });
+                }
+            };
         let fence_unix_millis = terms.fence_from(previous_fence_unix_millis, now);
         let version = fresh_version();
         let write = NewRecord {

@@ -10,10 +10,7 @@ pub mod heartbeat;
 
 use std::time::Duration;
 
-use flakegen::{
-    Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
-    TickerGenerator,
-};
+use flakegen::{Builder, Layout, ManualClock, Snowflake, Strategy};
 
 /// 2024-01-01T00:00:00Z, comfortably after every preset's epoch.
 pub const START_MS: u64 = 1_704_067_200_000;
@@ -27,56 +24,10 @@ pub const NARROW: Layout = Layout::builder()
 
 pub const STRATEGIES: [Strategy; 3] = Strategy::ALL;
 
-/// Builds `strategy` from `builder`.
-///
-/// The ticker is built without its thread and refreshed before every call:
-/// what its thread does at each boundary, made deterministic under a
-/// `ManualClock` (a thread would notice a manual clock change up to one unit
-/// later, and a test could not tell when). Its thread and its fallbacks have
-/// tests of their own.
-pub fn build<C: Clock + Clone + 'static>(
-    strategy: Strategy,
-    builder: Builder<C>,
-) -> Box<dyn IdGenerator> {
-    match strategy {
-        Strategy::Ticker => Box::new(Refreshed(builder.build_ticker_without_thread().unwrap())),
-        other => builder.build(other).unwrap(),
-    }
-}
-
-/// A thread-less ticker that reads the clock before every call.
-pub struct Refreshed<C: Clock + 'static>(pub TickerGenerator<C>);
-
-impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
-    fn next_id(&self) -> Result<Snowflake, IssueError> {
-        self.0.refresh();
-        self.0.next_id()
-    }
-    fn try_next_id(&self) -> Result<Snowflake, IssueError> {
-        self.0.refresh();
-        self.0.try_next_id()
-    }
-    fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
-        self.0.refresh();
-        self.0.next_ids(ids)
-    }
-    fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
-        self.0.refresh();
-        self.0.try_next_ids(ids)
-    }
-    fn layout(&self) -> &Layout {
-        self.0.layout()
-    }
-    fn worker(&self) -> u64 {
-        self.0.worker()
-    }
-    fn max_wait(&self) -> Duration {
-        self.0.max_wait()
-    }
-    fn lease(&self) -> Option<flakegen::lease::LeaseStatus> {
-        self.0.lease()
-    }
-}
+// Every strategy from one builder, the ticker refreshed before each call,
+// and the order of IDs: the lease suite's own, shared.
+#[allow(unused_imports)] // each test file uses its own subset
+pub use flakegen_contract::support::{Refreshed, assert_strictly_increasing, build};
 
 /// A manual clock at [`START_MS`] and a builder using it.
 pub fn manual(layout: Layout, worker: u64) -> (ManualClock, Builder<ManualClock>) {
@@ -99,16 +50,4 @@ pub fn timestamp(layout: &Layout, id: Snowflake) -> u64 {
 
 pub fn millis(n: u64) -> Duration {
     Duration::from_millis(n)
-}
-
-/// Asserts the sequence is strictly increasing (hence also free of duplicates).
-pub fn assert_strictly_increasing(ids: &[Snowflake], context: impl std::fmt::Display) {
-    if let Some(i) = ids.windows(2).position(|w| w[0] >= w[1]) {
-        panic!(
-            "{context}: ids[{i}] = {} is not below ids[{}] = {}",
-            ids[i],
-            i + 1,
-            ids[i + 1]
-        );
-    }
 }
