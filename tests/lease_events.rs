@@ -197,5 +197,15 @@ fn each_change_of_a_lease_is_one_event() {
         if trouble.iter().any(|t| event.message.contains(t)) {
             assert!(event.level <= Level::WARN, "{event:?}");
         }
+        // Only an event about a failure carries the error, and it always does.
+        let failed = [
+            "renewals failing",
+            "lost",
+            "reacquisition failing",
+            "not released",
+        ]
+        .iter()
+        .any(|m| event.message.starts_with(&format!("lease {m}")));
+        assert_eq!(event.fields.contains_key("error"), failed, "{event:?}");
     }
 }

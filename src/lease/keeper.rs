@@ -26,29 +26,19 @@ use crate::meter;
 macro_rules! event {
     ($level:expr, $shared:expr, $worker:expr, $fence_unix_millis:expr, $error:expr, $message:expr
      $(, $field:ident = $value:expr)* $(,)?) => {
-        match $error {
-            None => tracing::event!(
-                target: "flakegen::lease",
-                $level,
-                namespace = %$shared.namespace,
-                worker = $worker,
-                fence_unix_millis = $fence_unix_millis,
-                $($field = $value,)*
-                "{}",
-                $message
-            ),
-            Some(error) => tracing::event!(
-                target: "flakegen::lease",
-                $level,
-                namespace = %$shared.namespace,
-                worker = $worker,
-                fence_unix_millis = $fence_unix_millis,
-                $($field = $value,)*
-                error = %error,
-                "{}",
-                $message
-            ),
-        }
+        // An `Option` field is recorded only when it is `Some`, so events
+        // without an error carry no `error` field at all.
+        tracing::event!(
+            target: "flakegen::lease",
+            $level,
+            namespace = %$shared.namespace,
+            worker = $worker,
+            fence_unix_millis = $fence_unix_millis,
+            $($field = $value,)*
+            error = $error.map(tracing::field::display),
+            "{}",
+            $message
+        )
     };
 }
 
