@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry};
+use flakegen::lease::backend::{Crash, Expect, NewRecord, Registry};
 use flakegen::lease::{DEFAULT_SKEW, LeaseError};
 
 use crate::Failed;
@@ -37,7 +37,7 @@ enum Level {
     Ok,
     /// Works, but worth changing.
     Warn,
-    /// Generators will fail or wait: fix it first.
+    /// Generators will fail or wait, or could share an id: fix it first.
     Fail,
 }
 
@@ -281,6 +281,32 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
                  untested: run the check again, or with --namespace of its own"
             ),
         ),
+        Err(e) => findings.add(Level::Fail, topic(&e), e.to_string()),
+    }
+    durability(registry.as_ref(), findings);
+}
+
+/// The server's settings under which a crash would forget renewals unseen.
+fn durability(registry: &dyn Registry, findings: &mut Findings) {
+    match registry.caveats() {
+        Ok(caveats) if caveats.is_empty() => findings.add(
+            Level::Ok,
+            "durability",
+            "no server setting lets a crash forget a renewal the registry confirmed",
+        ),
+        Ok(caveats) => {
+            for caveat in caveats {
+                let level = match caveat.crash {
+                    Crash::Server => Level::Fail,
+                    Crash::Machine => Level::Warn,
+                };
+                findings.add(
+                    level,
+                    "durability",
+                    format!("{}: {}", caveat.setting, caveat.advice),
+                );
+            }
+        }
         Err(e) => findings.add(Level::Fail, topic(&e), e.to_string()),
     }
 }

@@ -8,8 +8,8 @@
 //! ```
 //!
 //! The URLs must be set: the tests never pass by skipping. One test takes
-//! the marker away and one changes Redis' eviction policy, so the tests of
-//! this file run one at a time.
+//! the marker away, one changes Redis' eviction policy and one MariaDB's
+//! log flushing, so the tests of this file run one at a time.
 
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -55,6 +55,20 @@ fn client(program: &str, args: &[&str]) {
         .status()
         .unwrap();
     assert!(status.success(), "{program} {args:?}");
+}
+
+/// What `program` (a server's command-line client) prints for `args`.
+fn client_says(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).output().unwrap();
+    assert!(out.status.success(), "{program} {args:?}: {}", said(&out));
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The check's line on `topic`s, each whole.
+fn lines_on<'a>(said: &'a str, topic: &str) -> Vec<&'a str> {
+    said.lines()
+        .filter(|l| l.split_whitespace().nth(1) == Some(topic))
+        .collect()
 }
 
 /// The host and port of a URL.
@@ -276,4 +290,119 @@ fn the_listing_shows_a_running_generator_s_lease() {
             "{backend}: {text}"
         );
     }
+}
+
+/// MariaDB's `innodb_flush_log_at_trx_commit`, set for a test and put back
+/// as it was, even when the test fails.
+struct FlushLog {
+    mariadb: Vec<String>,
+    was: String,
+}
+
+impl FlushLog {
+    fn new(url: &str) -> FlushLog {
+        let (host, port) = address(url);
+        let mariadb = [
+            "-h",
+            &host,
+            "-P",
+            &port,
+            "-u",
+            "flakegen",
+            "-pflakegen-test",
+            "-N",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let mut flush = FlushLog {
+            mariadb,
+            was: String::new(),
+        };
+        flush.was = flush.run("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit");
+        flush
+    }
+
+    fn run(&self, sql: &str) -> String {
+        let mut args: Vec<&str> = self.mariadb.iter().map(String::as_str).collect();
+        args.extend(["-e", sql]);
+        client_says("mariadb", &args)
+    }
+
+    fn set(&self, value: &str) {
+        self.run(&format!(
+            "SET GLOBAL innodb_flush_log_at_trx_commit = {value}"
+        ));
+    }
+}
+
+impl Drop for FlushLog {
+    fn drop(&mut self) {
+        self.set(&self.was.clone());
+    }
+}
+
+#[test]
+fn settings_under_which_a_crash_forgets_renewals_are_said_with_the_fix() {
+    let _serial = serial();
+    let url = url("mysql");
+    let flush = FlushLog::new(&url);
+    for (value, status, level, words) in [
+        (
+            "0",
+            1,
+            "FAIL",
+            "a crash of the server forgets up to a second of renewals",
+        ),
+        (
+            "2",
+            0,
+            "warn",
+            "a crash of the server's machine (not of the server alone)",
+        ),
+        ("1", 0, "ok", "no server setting lets a crash forget"),
+    ] {
+        flush.set(value);
+        let out = flakegen(&["leases", "check", &url]);
+        let text = said(&out);
+        assert_eq!(out.status.code(), Some(status), "{value}: {text}");
+        let lines = lines_on(&text, "durability");
+        assert_eq!(lines.len(), 1, "{value}: {text}");
+        assert!(lines[0].starts_with(level), "{value}: {text}");
+        assert!(lines[0].contains(words), "{value}: {text}");
+        if value != "1" {
+            let setting = format!("innodb_flush_log_at_trx_commit = {value}");
+            assert!(lines[0].contains(&setting), "{text}");
+            assert!(lines[0].contains("set it to 1"), "{text}");
+        }
+    }
+    drop(flush);
+
+    // PostgreSQL's fsync is set when the server starts: the check must say
+    // what the server says.
+    let url = self::url("postgres");
+    let fsync = client_says("psql", &[&url, "-tAc", "SHOW fsync"]);
+    // A session whose server default is synchronous_commit = off (here the
+    // URL's): the registry commits durably all the same, so it is no caveat.
+    let commit_off = format!("{url}?options=-c%20synchronous_commit%3Doff");
+    assert_eq!(
+        client_says("psql", &[&commit_off, "-tAc", "SHOW synchronous_commit"]),
+        "off"
+    );
+    let out = flakegen(&["leases", "check", &commit_off]);
+    let text = said(&out);
+    assert!(out.status.success(), "{text}");
+    let lines = lines_on(&text, "durability");
+    assert_eq!(lines.len(), 1, "{text}");
+    if fsync == "off" {
+        assert!(lines[0].starts_with("warn"), "{text}");
+        assert!(lines[0].contains("fsync = off"), "{text}");
+        assert!(lines[0].contains("set fsync = on"), "{text}");
+    } else {
+        assert!(lines[0].starts_with("ok"), "{fsync}: {text}");
+    }
+
+    let out = flakegen(&["leases", "check", &self::url("redis")]);
+    let text = said(&out);
+    let lines = lines_on(&text, "durability");
+    assert!(lines.len() == 1 && lines[0].starts_with("ok"), "{text}");
 }

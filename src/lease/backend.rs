@@ -117,6 +117,21 @@ pub trait Registry: Send + Sync + 'static {
     /// The connection's errors, and [`LeaseError::Corrupt`] for a record the
     /// registry cannot read.
     fn list(&self, namespace: &str) -> Result<Listing, LeaseError>;
+
+    /// The server's settings under which a crash could forget writes it had
+    /// confirmed, with nothing in the store to show it: a renewal a holder
+    /// already used, forgotten, lets a second holder take the id below the
+    /// first one's fence. What a tool warns an operator of (`flakegen
+    /// leases check`); leasing never calls it. A registry that cannot lose
+    /// a confirmed write unseen (a Redis restart is always a loss) keeps
+    /// the default, none.
+    ///
+    /// # Errors
+    ///
+    /// The connection's errors.
+    fn caveats(&self) -> Result<Vec<Caveat>, LeaseError> {
+        Ok(Vec::new())
+    }
 }
 
 macro_rules! forward_registry {
@@ -133,6 +148,9 @@ macro_rules! forward_registry {
             }
             fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
                 (**self).list(namespace)
+            }
+            fn caveats(&self) -> Result<Vec<Caveat>, LeaseError> {
+                (**self).caveats()
             }
         }
     )*};
@@ -185,6 +203,31 @@ pub struct Listing {
     pub marker_unix_millis: Option<u64>,
     /// Every record, by worker id.
     pub records: Vec<Record>,
+}
+
+/// A server setting under which a crash could forget confirmed writes
+/// unseen: see [`Registry::caveats`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caveat {
+    /// The setting and its value, as the server names them
+    /// (`innodb_flush_log_at_trx_commit = 0`).
+    pub setting: String,
+    /// Which crash would forget.
+    pub crash: Crash,
+    /// What would be forgotten, and what to set instead.
+    pub advice: String,
+}
+
+/// Which crash a [`Caveat`] is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crash {
+    /// A crash of the server itself (killed, out of memory), and so also
+    /// of its machine: a holder could share its id after any restart the
+    /// server did not plan.
+    Server,
+    /// Only a crash of the server's machine (power, kernel), not of the
+    /// server alone.
+    Machine,
 }
 
 /// One worker id's record.

@@ -8,7 +8,9 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, SslOpts};
 
 use super::DEFAULT_TIMEOUT;
-use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot, signed};
+use super::backend::{
+    Caveat, Crash, Expect, Listing, NewRecord, Record, Registry, Snapshot, signed,
+};
 use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls;
@@ -60,7 +62,8 @@ use super::tls;
 /// renewals that their holders already used, and nothing in the table
 /// shows it: two holders could then share an id. Keep `1` (or `2` with a
 /// machine that does not crash under it), and see the same caveat for
-/// replicas above.
+/// replicas above. It is a global setting, which a session cannot raise for
+/// itself; [`Registry::caveats`] (`flakegen leases check`) reports it.
 ///
 /// # MySQL 8 and MariaDB
 ///
@@ -302,6 +305,11 @@ impl MysqlRegistry {
         })
     }
 
+    /// Records from rows of [`COLUMNS`].
+    fn records(&self, rows: Vec<Row>) -> Result<Vec<Record>, Failure<mysql_async::Error>> {
+        rows.into_iter().map(|row| self.record(row)).collect()
+    }
+
     /// A record from a row of [`COLUMNS`].
     fn record(&self, row: Row) -> Result<Record, Failure<mysql_async::Error>> {
         let corrupt =
@@ -432,10 +440,7 @@ impl Registry for MysqlRegistry {
                         ),
                     )
                     .await?;
-                let records = rows
-                    .into_iter()
-                    .map(|row| self.record(row))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let records = self.records(rows)?;
                 Ok(Snapshot {
                     server_unix_millis: u64::try_from(now).unwrap_or(0),
                     marker_unix_millis: marker.and_then(|m| u64::try_from(m).ok()),
@@ -470,14 +475,46 @@ impl Registry for MysqlRegistry {
                         (&ns,),
                     )
                     .await?;
-                let records = rows
-                    .into_iter()
-                    .map(|row| self.record(row))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let records = self.records(rows)?;
                 Ok(Listing {
                     server_unix_millis: u64::try_from(now).unwrap_or(0),
                     marker_unix_millis: marker.and_then(|m| u64::try_from(m).ok()),
                     records,
+                })
+            }
+            .await;
+            (conn, result)
+        })
+    }
+
+    fn caveats(&self) -> Result<Vec<Caveat>, LeaseError> {
+        self.run(|mut conn| async move {
+            let result = async {
+                // A global setting only: a session cannot make its own
+                // commits more durable than the server's.
+                let flush: Option<String> = conn
+                    .query_first("SELECT CAST(@@GLOBAL.innodb_flush_log_at_trx_commit AS CHAR)")
+                    .await?;
+                let setting = |value: &str| format!("innodb_flush_log_at_trx_commit = {value}");
+                Ok(match flush.as_deref() {
+                    Some("0") => vec![Caveat {
+                        setting: setting("0"),
+                        crash: Crash::Server,
+                        advice: "the server writes its log about once a second, so a crash of \
+                                 the server forgets up to a second of renewals it confirmed, \
+                                 and two holders could share an id: set it to 1 (the default)"
+                            .to_owned(),
+                    }],
+                    Some("2") => vec![Caveat {
+                        setting: setting("2"),
+                        crash: Crash::Machine,
+                        advice: "the log reaches the disk about once a second, so a crash of \
+                                 the server's machine (not of the server alone) forgets up to \
+                                 a second of renewals it confirmed, and two holders could \
+                                 share an id: set it to 1 (the default)"
+                            .to_owned(),
+                    }],
+                    _ => Vec::new(),
                 })
             }
             .await;

@@ -10,7 +10,9 @@ use tokio_postgres::{Client, Config, NoTls, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::DEFAULT_TIMEOUT;
-use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot, signed};
+use super::backend::{
+    Caveat, Crash, Expect, Listing, NewRecord, Record, Registry, Snapshot, signed,
+};
 use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls::{self, Verify};
@@ -39,11 +41,13 @@ use super::tls::{self, Verify};
 /// before a generator starts.
 ///
 /// A restart or a crash of the server is no loss when its commits are
-/// durable, as they are by default. With `synchronous_commit = off`, a crash
-/// forgets the last commits (up to three times `wal_writer_delay`), renewals
-/// their holders already used among them, and nothing in the table shows
-/// it; with `fsync = off`, so does a crash of the machine. Keep both on
-/// where generators lease.
+/// durable. A server whose `synchronous_commit` is `off` would forget its
+/// last commits in a crash (up to three times `wal_writer_delay`), renewals
+/// their holders already used among them, and nothing in the table would
+/// show it; so the registry's sessions set it to `local` (a session setting,
+/// which a pooler in transaction mode does not keep). With `fsync = off` a
+/// crash of the machine forgets them too: keep it on where generators
+/// lease. [`Registry::caveats`] (`flakegen leases check`) reports both.
 ///
 /// A read finds what an acquisition chooses from through two partial
 /// indexes (the free records by fence, the held ones by expiry) and a
@@ -281,6 +285,9 @@ impl PostgresRegistry {
                     )
                 }
             };
+            // A renewal the server confirmed must outlive the server's
+            // crash, whatever the server's default for other sessions.
+            client.batch_execute(DURABLE_COMMITS).await?;
             create_table(&client).await?;
             Ok(Connected {
                 client: Arc::new(client),
@@ -378,6 +385,12 @@ impl fmt::Debug for PostgresRegistry {
             .finish_non_exhaustive()
     }
 }
+
+/// Makes the session's commits wait for the server's own disk where the
+/// server's default (`synchronous_commit = off`) would not. Any other value
+/// already does, and a stronger one (waiting for replicas) is kept.
+const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'local', false) \
+     WHERE current_setting('synchronous_commit') = 'off'";
 
 /// Creates the table if it is missing, and adds the columns an older
 /// flakegen's table lacks. A table created here is new, so its marker says
@@ -533,6 +546,44 @@ impl Registry for PostgresRegistry {
                     .transpose()?,
                 records,
             })
+        })
+    }
+
+    fn caveats(&self) -> Result<Vec<Caveat>, LeaseError> {
+        self.run(|client| async move {
+            let row = client
+                .query_one(
+                    "SELECT current_setting('fsync'), current_setting('synchronous_commit')",
+                    &[],
+                )
+                .await?;
+            let (fsync, commit): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+            let mut caveats = Vec::new();
+            if commit == "off" {
+                // The registry's sessions set it; a connection pooler that
+                // does not keep session settings loses that.
+                caveats.push(Caveat {
+                    setting: "synchronous_commit = off".to_owned(),
+                    crash: Crash::Server,
+                    advice: "the registry's session commits without waiting for the disk, \
+                             so a crash of the server forgets the last renewals it confirmed \
+                             and two holders could share an id: connect without a pooler \
+                             that drops session settings, or set synchronous_commit = on \
+                             for the role (ALTER ROLE ... SET synchronous_commit = on)"
+                        .to_owned(),
+                });
+            }
+            if fsync == "off" {
+                caveats.push(Caveat {
+                    setting: "fsync = off".to_owned(),
+                    crash: Crash::Machine,
+                    advice: "a crash of the server's machine forgets renewals it confirmed \
+                             (and may corrupt the database), and two holders could share an \
+                             id: set fsync = on where generators lease"
+                        .to_owned(),
+                });
+            }
+            Ok(caveats)
         })
     }
 
