@@ -746,7 +746,8 @@ mod faults {
         ended_ns: u128,
     ) {
         let bound = HEAL_BOUND.as_nanos();
-        let (mut checked, mut longest) = (0, 0u128);
+        // How long each healing helper took to issue again, by the loss's kind.
+        let mut took_ms: Vec<(&str, u128)> = Vec::new();
         for loss in faults.iter().filter(|f| f.loss) {
             let window = loss.end_ns..=loss.end_ns + bound;
             if *window.end() > ended_ns {
@@ -797,17 +798,42 @@ mod faults {
                     loss.kind,
                     bound / 1_000_000
                 );
-                checked += 1;
-                longest = longest.max(took);
+                took_ms.push((loss.kind, took / 1_000_000));
             }
         }
+        let said = |took: &mut Vec<u128>| {
+            took.sort_unstable();
+            let at = |q: usize| took[(took.len() - 1) * q / 100];
+            format!(
+                "{} heals, median {} ms, 90th percentile {} ms, longest {} ms",
+                took.len(),
+                at(50),
+                at(90),
+                at(100)
+            )
+        };
+        let mut all: Vec<u128> = took_ms.iter().map(|&(_, t)| t).collect();
+        if all.is_empty() {
+            println!("  {}/healing: no heal to check", backend.name());
+            return;
+        }
         println!(
-            "  {}/healing: {checked} heals checked after losses, the longest {} ms from a \
-             loss to issuing again (bound {} ms)",
+            "  {}/healing, from a loss to issuing again (bound {} ms): {}",
             backend.name(),
-            longest / 1_000_000,
-            bound / 1_000_000
+            bound / 1_000_000,
+            said(&mut all)
         );
+        let mut kinds: Vec<&str> = took_ms.iter().map(|&(kind, _)| kind).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        for kind in kinds {
+            let mut took: Vec<u128> = took_ms
+                .iter()
+                .filter(|&&(k, _)| k == kind)
+                .map(|&(_, t)| t)
+                .collect();
+            println!("    after {kind}: {}", said(&mut took));
+        }
     }
 
     /// A small deterministic generator: the same seed, the same faults.
