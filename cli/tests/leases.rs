@@ -64,7 +64,18 @@ fn client_says(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// The check's line on `topic`s, each whole.
+/// What MariaDB's client prints for `sql`, run as the URL's user (the
+/// servers' test credentials) in database `flakegen`.
+fn mariadb(url: &str, sql: &str) -> String {
+    let (host, port) = address(url);
+    let credentials = ["-u", "flakegen", "-pflakegen-test", "-N", "flakegen"];
+    let mut args = vec!["-h", &host, "-P", &port];
+    args.extend(credentials);
+    args.extend(["-e", sql]);
+    client_says("mariadb", &args)
+}
+
+/// The check's lines on `topic`, each whole.
 fn lines_on<'a>(said: &'a str, topic: &str) -> Vec<&'a str> {
     said.lines()
         .filter(|l| l.split_whitespace().nth(1) == Some(topic))
@@ -201,22 +212,7 @@ fn a_table_without_its_marker_is_said_to_have_lost_its_data() {
         let delete = "DELETE FROM flakegen_leases WHERE worker = -1";
         match backend {
             "mysql" => {
-                let (host, port) = address(&url);
-                client(
-                    "mariadb",
-                    &[
-                        "-h",
-                        &host,
-                        "-P",
-                        &port,
-                        "-u",
-                        "flakegen",
-                        "-pflakegen-test",
-                        "flakegen",
-                        "-e",
-                        delete,
-                    ],
-                );
+                mariadb(&url, delete);
             }
             _ => client("psql", &[&url, "-qc", delete]),
         }
@@ -295,49 +291,28 @@ fn the_listing_shows_a_running_generator_s_lease() {
 /// MariaDB's `innodb_flush_log_at_trx_commit`, set for a test and put back
 /// as it was, even when the test fails.
 struct FlushLog {
-    mariadb: Vec<String>,
+    url: String,
     was: String,
 }
 
 impl FlushLog {
     fn new(url: &str) -> FlushLog {
-        let (host, port) = address(url);
-        let mariadb = [
-            "-h",
-            &host,
-            "-P",
-            &port,
-            "-u",
-            "flakegen",
-            "-pflakegen-test",
-            "-N",
-        ]
-        .map(str::to_owned)
-        .to_vec();
-        let mut flush = FlushLog {
-            mariadb,
-            was: String::new(),
-        };
-        flush.was = flush.run("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit");
-        flush
-    }
-
-    fn run(&self, sql: &str) -> String {
-        let mut args: Vec<&str> = self.mariadb.iter().map(String::as_str).collect();
-        args.extend(["-e", sql]);
-        client_says("mariadb", &args)
+        let was = mariadb(url, "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit");
+        FlushLog {
+            url: url.to_owned(),
+            was,
+        }
     }
 
     fn set(&self, value: &str) {
-        self.run(&format!(
-            "SET GLOBAL innodb_flush_log_at_trx_commit = {value}"
-        ));
+        let sql = format!("SET GLOBAL innodb_flush_log_at_trx_commit = {value}");
+        mariadb(&self.url, &sql);
     }
 }
 
 impl Drop for FlushLog {
     fn drop(&mut self) {
-        self.set(&self.was.clone());
+        self.set(&self.was);
     }
 }
 
