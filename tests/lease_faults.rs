@@ -566,14 +566,7 @@ mod faults {
                 let context = format!("{}/{}", self.backend.name(), group.name());
                 check(&context, &layout, &members);
             }
-            heal_check(
-                self.backend,
-                &self.helpers,
-                &processes,
-                killed,
-                faults,
-                ended_ns,
-            );
+            heal_check(self.backend, &self.helpers, &processes, faults, ended_ns);
             fs::remove_dir_all(&self.dir).unwrap();
         }
     }
@@ -741,7 +734,6 @@ mod faults {
         backend: Backend,
         helpers: &[Helper],
         processes: &[Process],
-        killed: &[usize],
         faults: &[Fault],
         ended_ns: u128,
     ) {
@@ -760,14 +752,15 @@ mod faults {
                 continue;
             }
             for (index, (helper, process)) in helpers.iter().zip(processes).enumerate() {
-                let paused = faults.iter().any(|f| {
+                // Paused across the loss or its window, or killed before the
+                // window ended: a kill after it leaves this heal to be timed.
+                let interrupted = faults.iter().any(|f| {
                     f.helper == Some(index)
                         && f.start_ns <= *window.end()
-                        && f.end_ns >= loss.start_ns
+                        && (f.end_ns >= loss.start_ns || f.kind == "holder killed")
                 });
                 if helper.group != Group::Healing
-                    || killed.contains(&index)
-                    || paused
+                    || interrupted
                     || helper.started_ns >= loss.start_ns
                 {
                     continue;
