@@ -3,9 +3,10 @@
 //! Every scheme of this kind rests on one promise: no two running generators
 //! share a layout and a worker id. A lease keeps that promise without trusting
 //! any two clocks to agree. [`Builder::lease`](crate::Builder::lease) takes a
-//! worker id from a [`Registry`](backend::Registry) ([`MemoryRegistry`] for tests; PostgreSQL or
-//! Redis behind the `postgres` and `redis` features) on the terms of a
-//! [`Lease`], and keeps it renewed from a thread of its own.
+//! worker id from a [`Registry`](backend::Registry) ([`MemoryRegistry`] for
+//! tests; MySQL, PostgreSQL or Redis behind the `mysql`, `postgres` and
+//! `redis` features) on the terms of a [`Lease`], and keeps it renewed from
+//! a thread of its own.
 //!
 //! # The contract
 //!
