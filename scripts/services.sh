@@ -212,16 +212,17 @@ stop_redis() {
   stop_pid_file redis "$dir/redis.pid"
 }
 
-# A crash: SIGKILL, then a start. Without persistence, Redis comes back empty.
-crash_redis() {
-  [ -f "$dir/redis.pid" ] || die "redis is not running"
-  local pid
-  pid=$(cat "$dir/redis.pid")
-  say "crashing redis"
+# A crash: SIGKILL, then a start. Without persistence, Redis comes back
+# empty; InnoDB recovers every commit from its log.
+crash() {
+  local name=$1 pid_file=$2 pid
+  [ -f "$pid_file" ] || die "$name is not running"
+  pid=$(cat "$pid_file")
+  say "crashing $name"
   kill -9 "$pid" 2>/dev/null || true
   wait_gone "$pid"
-  rm -f "$dir/redis.pid"
-  start_redis
+  rm -f "$pid_file"
+  "start_$name"
 }
 
 mariadbd_bin() {
@@ -286,17 +287,6 @@ stop_mariadb() {
   stop_pid_file mariadb "$dir/mariadb/mariadb.pid"
 }
 
-# A crash: SIGKILL, then a start. InnoDB recovers every commit from its log.
-crash_mariadb() {
-  local pid_file="$dir/mariadb/mariadb.pid" pid
-  [ -f "$pid_file" ] || die "mariadb is not running"
-  pid=$(cat "$pid_file")
-  say "crashing mariadb"
-  kill -9 "$pid" 2>/dev/null || true
-  wait_gone "$pid"
-  rm -f "$pid_file"
-  start_mariadb
-}
 
 command=${1:-}
 which=${2:-all}
@@ -324,8 +314,8 @@ case "$command" in
     ;;
   crash)
     case "$which" in
-      redis) crash_redis ;;
-      mariadb) crash_mariadb ;;
+      redis) crash redis "$dir/redis.pid" ;;
+      mariadb) crash mariadb "$dir/mariadb/mariadb.pid" ;;
       *) die "redis or mariadb can be crashed: use stop and start for postgres" ;;
     esac
     ;;
@@ -336,6 +326,6 @@ case "$command" in
     if [ "$which" = all ]; then rm -rf "$dir"; fi
     ;;
   *)
-    die "usage: $0 start|stop [postgres|redis|mariadb], or $0 crash redis"
+    die "usage: $0 start|stop [postgres|redis|mariadb], or $0 crash redis|mariadb"
     ;;
 esac
