@@ -32,7 +32,8 @@ pub(crate) fn lead(from_millis: u64, to_millis: u64) -> String {
 
 /// `to - from` in ms, signed, for JSON.
 pub(crate) fn lead_millis(from_millis: u64, to_millis: u64) -> i64 {
-    i64::try_from(i128::from(to_millis) - i128::from(from_millis)).unwrap_or(i64::MAX)
+    let lead = i128::from(to_millis) - i128::from(from_millis);
+    i64::try_from(lead).unwrap_or(if lead < 0 { i64::MIN } else { i64::MAX })
 }
 
 /// A URL with its password, if any, replaced: what may be printed.

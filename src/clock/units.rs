@@ -41,6 +41,13 @@ pub(crate) fn unix_millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, millis)
 }
 
+/// How far the instant `to_millis` lies ahead of `from_millis` (behind:
+/// negative), saturating.
+pub(crate) fn lead_millis(to_millis: u64, from_millis: u64) -> i64 {
+    let lead = i128::from(to_millis) - i128::from(from_millis);
+    i64::try_from(lead).unwrap_or(if lead < 0 { i64::MIN } else { i64::MAX })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -56,5 +63,9 @@ mod tests {
         assert_eq!(millis_to_nanos(u64::MAX), u64::MAX);
         assert_eq!(unix_nanos(UNIX_EPOCH - Duration::from_secs(1)), 0);
         assert_eq!(unix_millis(UNIX_EPOCH + Duration::from_nanos(2_500_000)), 2);
+        assert_eq!(lead_millis(5, 3), 2);
+        assert_eq!(lead_millis(3, 5), -2);
+        assert_eq!(lead_millis(u64::MAX, 0), i64::MAX);
+        assert_eq!(lead_millis(0, u64::MAX), i64::MIN);
     }
 }

@@ -18,7 +18,7 @@ use super::fence;
 use super::protocol::{self, Holding, Terms, Unconfirmed};
 use super::slot::Done;
 use super::state::{ClaimId, LeaseState, Shared, Stop};
-use crate::clock::units::millis;
+use crate::clock::units::{lead_millis, millis};
 use crate::meter;
 
 /// One lease event at `level` (a constant), with the fields every lease
@@ -411,11 +411,6 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
             starts_unix_millis = starts,
         ),
     }
-}
-
-/// How far `fence_unix_millis` lies ahead of `now_ms`, signed.
-fn lead_millis(fence_unix_millis: u64, now_ms: u64) -> i64 {
-    i64::try_from(i128::from(fence_unix_millis) - i128::from(now_ms)).unwrap_or(i64::MAX)
 }
 
 /// Says, once, that the clock reached `claim`'s fence: the generator refuses.
