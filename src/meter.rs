@@ -133,7 +133,33 @@ pub(crate) fn refused(e: IssueError) -> IssueError {
     e
 }
 
-/// A call waited (or, giving its ticks back, was told to wait) `waited`.
+/// A wait under way. Timed only with the `metrics` feature: without it,
+/// waiting reads no clock for this.
+pub(crate) struct Waiting {
+    #[cfg(feature = "metrics")]
+    began: std::time::Instant,
+}
+
+impl Waiting {
+    #[inline(always)]
+    pub(crate) fn begin() -> Self {
+        Waiting {
+            #[cfg(feature = "metrics")]
+            began: std::time::Instant::now(),
+        }
+    }
+
+    /// The wait is over: count it under `cause`.
+    #[inline(always)]
+    pub(crate) fn end(self, cause: Cause) {
+        #[cfg(feature = "metrics")]
+        on::waited(cause.name(), self.began.elapsed());
+        let _ = (self, cause);
+    }
+}
+
+/// A call giving its ticks back was told to wait `waited` (it waits, if
+/// at all, outside the generator).
 #[inline(always)]
 pub(crate) fn waited(cause: Cause, waited: Duration) {
     #[cfg(feature = "metrics")]

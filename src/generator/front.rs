@@ -388,11 +388,11 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
                 self.core.wait_for(unit, now_nanos)?;
                 // The ticks are ours; hand them out once the clock allows, or
                 // skip them if it does not within max_wait (a gap, never a repeat).
-                let waiting = Instant::now();
+                let waiting = meter::Waiting::begin();
                 let waited = self
                     .raw
                     .wait_until(&self.core, unit, now_nanos, self.core.give_up());
-                meter::waited(cause, waiting.elapsed());
+                waiting.end(cause);
                 waited.map_err(|behind_nanos| IssueError::ClockBehind { behind_nanos })?;
                 Ok((ticks.first, claim))
             }
@@ -416,9 +416,9 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
             let now_nanos = self.clock_or_give_back(wait, claim, ticks, unit, Cause::Fence)?;
             let give_up = self.core.give_up();
             if self.core.wait_for(unit, now_nanos).is_ok() {
-                let waiting = Instant::now();
+                let waiting = meter::Waiting::begin();
                 let waited = self.raw.wait_until(&self.core, unit, now_nanos, give_up);
-                meter::waited(Cause::Fence, waiting.elapsed());
+                waiting.end(Cause::Fence);
                 if waited.is_ok() && end < claim.cap() {
                     return Ok((ticks.first, claim));
                 }
