@@ -277,7 +277,7 @@ fn cases() -> Vec<Case> {
         "a registry URL of no known scheme",
         err(lease::connect("etcd://app@db/app")),
         |e| matches!(e, Error::Lease(LeaseError::UnsupportedUrl { .. })),
-        "use postgres://, mysql:// or redis://",
+        "use postgres://, mysql://",
     );
     #[cfg(not(feature = "mysql"))]
     case(

@@ -18,47 +18,54 @@ mod common;
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use flakegen::lease::backend::{Expect, Listing, NewRecord, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, Inspect, Listing, NewRecord, Registry, Snapshot, Survey};
 use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry};
-use flakegen_contract::{Fixture, Frozen};
+use flakegen_contract::{Failover, Fixture, Frozen};
 
 mod memory {
-    flakegen_contract::suite!(super::Memory::default());
+    flakegen_contract::suite!(super::Memory::default(), freeze, failover, inspect);
 }
 
 #[cfg(feature = "postgres")]
 mod postgres {
-    flakegen_contract::suite!(crate::common::backend::Backend::Postgres);
+    flakegen_contract::suite!(crate::common::backend::Backend::Postgres, freeze, inspect);
 }
 
 #[cfg(feature = "redis")]
 mod redis {
-    flakegen_contract::suite!(crate::common::backend::Backend::Redis);
+    flakegen_contract::suite!(crate::common::backend::Backend::Redis, freeze, inspect);
 }
 
 #[cfg(feature = "mysql")]
 mod mysql {
-    flakegen_contract::suite!(crate::common::backend::Backend::Mysql);
+    flakegen_contract::suite!(crate::common::backend::Backend::Mysql, freeze, inspect);
 }
 
-/// A `MemoryRegistry` that can be frozen as a server can: calls wait until
+/// A `MemoryRegistry` that can be frozen as a server can (calls wait until
 /// it thaws, or fail as unreachable after the timeout a remote client would
-/// give up at.
+/// give up at), and that fails over to a replica: every client, those made
+/// before too, reaches the registry in force.
 #[derive(Default)]
 struct Memory {
-    registry: MemoryRegistry,
+    current: Arc<Mutex<MemoryRegistry>>,
+    replica: Mutex<Option<MemoryRegistry>>,
     frozen: Arc<(Mutex<bool>, Condvar)>,
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 struct Gate {
-    registry: MemoryRegistry,
+    current: Arc<Mutex<MemoryRegistry>>,
     frozen: Arc<(Mutex<bool>, Condvar)>,
 }
 
 impl Gate {
-    fn pass(&self) -> Result<(), LeaseError> {
+    /// The registry in force, once it answers.
+    fn pass(&self) -> Result<MemoryRegistry, LeaseError> {
         let (frozen, thawed) = &*self.frozen;
-        let frozen = frozen.lock().unwrap_or_else(PoisonError::into_inner);
+        let frozen = lock(frozen);
         let (frozen, _) = thawed
             .wait_timeout_while(frozen, DEFAULT_TIMEOUT, |frozen| *frozen)
             .unwrap_or_else(PoisonError::into_inner);
@@ -71,7 +78,7 @@ impl Gate {
                 )),
             });
         }
-        Ok(())
+        Ok(lock(&self.current).clone())
     }
 }
 
@@ -82,16 +89,10 @@ impl Registry for Gate {
         workers: u64,
         prefer: Option<u64>,
     ) -> Result<Snapshot, LeaseError> {
-        self.pass()?;
-        self.registry.read(namespace, workers, prefer)
+        self.pass()?.read(namespace, workers, prefer)
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
-        self.pass()?;
-        self.registry.mark(namespace)
-    }
-    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
-        self.pass()?;
-        self.registry.list(namespace)
+        self.pass()?.mark(namespace)
     }
     fn swap(
         &self,
@@ -100,8 +101,22 @@ impl Registry for Gate {
         expect: Expect,
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        self.pass()?;
-        self.registry.swap(namespace, worker, expect, record)
+        self.pass()?.swap(namespace, worker, expect, record)
+    }
+    fn inspect(&self) -> Option<&dyn Inspect> {
+        Some(self)
+    }
+}
+
+impl Inspect for Gate {
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        self.pass()?.list(namespace)
+    }
+    fn namespaces(&self) -> Result<Vec<String>, LeaseError> {
+        self.pass()?.namespaces()
+    }
+    fn survey(&self) -> Result<Survey, LeaseError> {
+        self.pass()?.survey()
     }
 }
 
@@ -112,21 +127,43 @@ impl Fixture for Memory {
 
     fn registry(&self) -> Arc<dyn Registry> {
         Arc::new(Gate {
-            registry: self.registry.clone(),
+            current: Arc::clone(&self.current),
             frozen: Arc::clone(&self.frozen),
         })
     }
 
     fn lose_data(&self) {
-        self.registry.lose_data();
+        lock(&self.current).lose_data();
     }
 
     fn freeze(&self) -> Option<Frozen> {
-        *self.frozen.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        *lock(&self.frozen.0) = true;
         let frozen = Arc::clone(&self.frozen);
         Some(Frozen::new(move || {
-            *frozen.0.lock().unwrap_or_else(PoisonError::into_inner) = false;
+            *lock(&frozen.0) = false;
             frozen.1.notify_all();
         }))
+    }
+
+    fn failover(&self) -> Option<&dyn Failover> {
+        Some(self)
+    }
+}
+
+impl Failover for Memory {
+    fn cut(&self) {
+        *lock(&self.replica) = Some(lock(&self.current).replica());
+    }
+
+    fn promote(&self) {
+        let replica = lock(&self.replica).take();
+        // Promoted without a cut: a replica that missed nothing.
+        let replica = replica.unwrap_or_else(|| lock(&self.current).replica());
+        *lock(&self.current) = replica;
+    }
+
+    fn rejoin(&self) {
+        // The next cut copies the registry in force.
+        *lock(&self.replica) = None;
     }
 }

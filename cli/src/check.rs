@@ -1,24 +1,37 @@
 //! `flakegen leases check`: what stands between a registry and generators
-//! that rely on it, each finding a line that says what to do.
+//! that rely on it, each finding a line that says what to do. Every verdict
+//! is the library's; this file only says it.
 
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use flakegen::lease::backend::{Crash, Expect, NewRecord, Registry};
-use flakegen::lease::{DEFAULT_SKEW, LeaseError};
+use flakegen::lease::backend::{
+    Expect, Inspect, NewRecord, Registry, Severity, Transport, Verified,
+};
+use flakegen::lease::{ClockVerdict, DEFAULT_SKEW, DEFAULT_TIMEOUT, DEFAULT_TTL, LeaseError};
 
 use crate::Failed;
 use crate::show;
 
-/// Check a registry before generators rely on it.
+/// The namespace the check writes its one record in: a name of its own,
+/// so that no generator ever leases from what the check wrote.
+pub(crate) const CHECK_NAMESPACE: &str = "flakegen leases check (permissions test)";
+
+/// Check a registry before generators rely on it. It writes only in a
+/// namespace of its own, which no generator leases from.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The registry: a mysql://, postgres:// or redis:// URL, as the
-    /// generators are given it.
+    /// The registry: a mysql:// (or mariadb://), postgres:// or redis://
+    /// URL, as the generators are given it.
     url: String,
-    /// The namespace the check writes its one record in (id 0, left free).
-    #[arg(long, default_value = "flakegen-check")]
-    namespace: String,
+    /// A namespace whose marker to report, as in `Lease::new(registry,
+    /// namespace)`; the check writes nothing in it.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// The generators' TTL (`Lease::ttl`), in ms: what a detected loss
+    /// costs them.
+    #[arg(long, default_value_t = DEFAULT_TTL.as_millis() as u64)]
+    ttl_ms: u64,
     /// The generators' skew allowance (`Lease::skew`), in ms.
     #[arg(long, default_value_t = DEFAULT_SKEW.as_millis() as u64)]
     skew_ms: u64,
@@ -41,6 +54,16 @@ enum Level {
     Fail,
 }
 
+impl From<Severity> for Level {
+    fn from(severity: Severity) -> Self {
+        match severity {
+            Severity::Note => Level::Ok,
+            Severity::Warning => Level::Warn,
+            _ => Level::Fail,
+        }
+    }
+}
+
 struct Finding {
     level: Level,
     topic: &'static str,
@@ -57,6 +80,10 @@ impl Findings {
             topic,
             text: text.into(),
         });
+    }
+
+    fn fail(&mut self, e: &LeaseError) {
+        self.add(Level::Fail, topic(e), e.to_string());
     }
 
     fn print(&self, json: bool) {
@@ -86,10 +113,7 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
         println!("registry   {}", show::redacted(&args.url));
     }
     match flakegen::lease::connect(&args.url) {
-        Ok(registry) => {
-            transport(&args.url, &mut findings);
-            with_registry(args, registry, &mut findings);
-        }
+        Ok(registry) => with_registry(args, registry, &mut findings),
         Err(e) => findings.add(Level::Fail, "url", e.to_string()),
     }
     findings.print(args.json);
@@ -97,98 +121,6 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
         Err(Failed(None))
     } else {
         Ok(())
-    }
-}
-
-/// Whether the URL asks for TLS, and how much of the certificate it checks.
-fn transport(url: &str, findings: &mut Findings) {
-    let lower = url.to_ascii_lowercase();
-    let param = |name: &str| {
-        lower
-            .split_once('?')
-            .and_then(|(_, query)| {
-                query
-                    .split('&')
-                    .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
-            })
-            .map(str::to_owned)
-    };
-    let host = lower
-        .split_once("://")
-        .map_or("", |(_, rest)| rest)
-        .split(['/', '?'])
-        .next()
-        .unwrap_or("")
-        .rsplit('@')
-        .next()
-        .unwrap_or("");
-    let host = host.strip_prefix('[').map_or_else(
-        || host.split(':').next().unwrap_or(""),
-        |v6| v6.split(']').next().unwrap_or(""),
-    );
-    let local = matches!(host, "localhost" | "127.0.0.1" | "::1") || host.starts_with('/');
-    let (checked, unchecked_host, unchecked, plain_fix) = if lower.starts_with("rediss://") {
-        (true, false, false, "")
-    } else if lower.starts_with("redis://") {
-        (false, false, false, "use a rediss:// URL")
-    } else if lower.starts_with("mysql://") {
-        match param("ssl-mode").as_deref() {
-            Some("verify_identity") => (true, false, false, ""),
-            Some("verify_ca") => (false, true, false, ""),
-            Some("required") => (false, false, true, ""),
-            _ => (
-                false,
-                false,
-                false,
-                "add ssl-mode=VERIFY_IDENTITY&ssl-ca=<CA file>",
-            ),
-        }
-    } else {
-        match param("sslmode").as_deref() {
-            Some("verify-full") => (true, false, false, ""),
-            Some("verify-ca") => (false, true, false, ""),
-            Some("require") => (false, false, true, ""),
-            _ => (
-                false,
-                false,
-                false,
-                "add sslmode=verify-full&sslrootcert=<CA file>",
-            ),
-        }
-    };
-    if checked {
-        findings.add(
-            Level::Ok,
-            "tls",
-            "TLS, the server's certificate and host name verified",
-        );
-    } else if unchecked_host {
-        findings.add(
-            Level::Warn,
-            "tls",
-            "TLS, but the certificate's host name is not checked: any server with a \
-             certificate from that CA can answer; verify it (sslmode=verify-full, \
-             ssl-mode=VERIFY_IDENTITY)",
-        );
-    } else if unchecked {
-        findings.add(
-            Level::Warn,
-            "tls",
-            "TLS, but the server's certificate is not checked: anyone on the path can answer \
-             for it; verify it (sslmode=verify-full, ssl-mode=VERIFY_IDENTITY, with the CA \
-             file)",
-        );
-    } else if local {
-        findings.add(Level::Ok, "tls", "plain text, to this host");
-    } else {
-        findings.add(
-            Level::Warn,
-            "tls",
-            format!(
-                "plain text to {host}: the password and every lease cross the network \
-                 unencrypted; {plain_fix}"
-            ),
-        );
     }
 }
 
@@ -200,59 +132,127 @@ fn topic(e: &LeaseError) -> &'static str {
         LeaseError::Unauthorized { .. } => "credentials",
         LeaseError::Forbidden { .. } => "permissions",
         LeaseError::UnknownDatabase { .. } => "database",
+        LeaseError::ReadOnly { .. } | LeaseError::MultiWriter { .. } => "topology",
+        LeaseError::ClockAhead { .. } => "clock",
         _ => "server",
     }
 }
 
 fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findings) {
-    let ns = &args.namespace;
-    // The host's clock, around the read, as the generators here read it.
-    let here = || show::unix_millis(SystemTime::now()).saturating_add_signed(args.clock_offset_ms);
+    let Some(inspect) = registry.inspect() else {
+        return findings.add(
+            Level::Warn,
+            "registry",
+            "this registry shows nothing to a tool (it does not implement Inspect)",
+        );
+    };
+    // Connecting comes first: what TLS did is known only after it.
     let started = Instant::now();
-    let before = here();
-    let read = registry.read(ns, 1, Some(0));
-    let after = here();
-    let took = started.elapsed();
-    let snapshot = match read {
-        Ok(snapshot) => snapshot,
-        Err(e) => return findings.add(Level::Fail, topic(&e), e.to_string()),
+    let survey = match inspect.survey() {
+        Ok(survey) => survey,
+        Err(e) => return findings.fail(&e),
     };
     findings.add(
         Level::Ok,
         "reach",
         format!(
-            "answered a read in {:.1} ms (each call gives up after {} s)",
-            took.as_secs_f64() * 1e3,
-            flakegen::lease::DEFAULT_TIMEOUT.as_secs()
+            "answered in {:.1} ms (each call gives up after {} s)",
+            started.elapsed().as_secs_f64() * 1e3,
+            DEFAULT_TIMEOUT.as_secs()
         ),
     );
-    clock(args, snapshot.server_unix_millis, before, after, findings);
-    match snapshot.marker_unix_millis {
-        Some(marker) => findings.add(
-            Level::Ok,
-            "marker",
-            format!("the registry's data began {}", show::time(marker)),
-        ),
-        None => findings.add(
-            Level::Warn,
-            "marker",
-            "no marker: the registry is new, or lost its data (a TRUNCATE, a restart without \
-             persistence, a restore); the next acquisition writes one, and the ids it leases \
-             wait the TTL and the skew after it. If generators ran here, find out what \
-             happened to the data",
-        ),
+    transport(survey.transport, registry_host(&args.url), findings);
+    marker(args, inspect, findings);
+    write_test(args, &*registry, findings);
+    for caveat in survey.caveats {
+        findings.add(
+            caveat.severity.into(),
+            caveat.topic,
+            format!("{}: {}", caveat.setting, caveat.advice),
+        );
     }
-    // The one write: id 0 of the check's namespace, left free, its fence
-    // where it was.
+    let pause_ms = args.ttl_ms.saturating_add(args.skew_ms);
+    findings.add(
+        Level::Ok,
+        "loss",
+        format!(
+            "a detected loss (a restart without persistence, a TRUNCATE, a failover) costs \
+             generators a pause of the TTL and the skew allowance, {:.1} s at these terms, \
+             after which they lease again by themselves",
+            pause_ms as f64 / 1e3
+        ),
+    );
+}
+
+/// How the connection travels, as negotiated.
+fn transport(transport: Transport, host: &str, findings: &mut Findings) {
+    let local = matches!(host, "localhost" | "127.0.0.1" | "::1") || host.starts_with('/');
+    let (level, text) = match transport {
+        Transport::Tls(Verified::Full) => (
+            Level::Ok,
+            "TLS, the server's certificate and host name verified".to_owned(),
+        ),
+        Transport::Tls(Verified::Chain) => (
+            Level::Warn,
+            "TLS, but the certificate's host name is not checked: any server with a \
+             certificate from that CA can answer; verify it (sslmode=verify-full, \
+             ssl-mode=VERIFY_IDENTITY)"
+                .to_owned(),
+        ),
+        Transport::Tls(_) => (
+            Level::Warn,
+            "TLS, but the server's certificate is not checked: anyone on the path can answer \
+             for it; verify it (sslmode=verify-full, ssl-mode=VERIFY_IDENTITY, rediss:// \
+             without #insecure, with the CA file)"
+                .to_owned(),
+        ),
+        Transport::Plain if local => (Level::Ok, "plain text, to this host".to_owned()),
+        Transport::Plain => (
+            Level::Warn,
+            format!(
+                "plain text to {host}: the password and every lease cross the network \
+                 unencrypted; use TLS (sslmode=verify-full&sslrootcert=<CA file>, \
+                 ssl-mode=VERIFY_IDENTITY&ssl-ca=<CA file>, rediss://)"
+            ),
+        ),
+        _ => (Level::Ok, "in this process".to_owned()),
+    };
+    findings.add(level, "tls", text);
+}
+
+/// The host a URL names, for the transport's verdict.
+fn registry_host(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    }
+}
+
+/// The one write, as a generator's first acquisition makes it (the tables
+/// created where there are none, the server found to take writes alone,
+/// a marker written where none is in force, which is safe: it is no
+/// earlier than any loss), in the check's own namespace; and the clock, as
+/// that read found it.
+fn write_test(args: &Args, registry: &dyn Registry, findings: &mut Findings) {
+    let ns = CHECK_NAMESPACE;
+    // The host's clock, around the read, as the generators here read it.
+    let here = || show::unix_millis(SystemTime::now()).saturating_add_signed(args.clock_offset_ms);
+    let before = here();
+    let snapshot = match registry.read(ns, 1, Some(0)) {
+        Ok(snapshot) => snapshot,
+        Err(e) => return findings.fail(&e),
+    };
+    let after = here();
+    clock(args, snapshot.server_unix_millis, before, after, findings);
     let written = (|| {
         let marker = match snapshot.marker_unix_millis {
             Some(marker) => marker,
             None => registry.mark(ns)?,
         };
         let record = snapshot.records.iter().find(|r| r.worker == 0);
-        if record.is_some_and(|r| !r.holder.is_empty()) {
-            return Ok(None);
-        }
         let expect = Expect {
             marker_unix_millis: marker,
             version: record.map(|r| r.version),
@@ -270,7 +270,8 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
             Level::Ok,
             "permissions",
             format!(
-                "may create and write the lease records (wrote id 0 of namespace {ns:?}, free)"
+                "may create and write the lease records (wrote one, free, in the namespace \
+                 {ns:?}, which no generator leases from)"
             ),
         ),
         Ok(None) => findings.add(
@@ -278,36 +279,54 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
             "permissions",
             format!(
                 "the test write to namespace {ns:?} met another writer, so writing is \
-                 untested: run the check again, or with --namespace of its own"
+                 untested: run the check again"
             ),
         ),
-        Err(e) => findings.add(Level::Fail, topic(&e), e.to_string()),
+        Err(e) => findings.fail(&e),
     }
-    durability(registry.as_ref(), findings);
 }
 
-/// The server's settings under which a crash would forget renewals unseen.
-fn durability(registry: &dyn Registry, findings: &mut Findings) {
-    match registry.caveats() {
-        Ok(caveats) if caveats.is_empty() => findings.add(
-            Level::Ok,
-            "durability",
-            "no server setting lets a crash forget a renewal the registry confirmed",
-        ),
-        Ok(caveats) => {
-            for caveat in caveats {
-                let level = match caveat.crash {
-                    Crash::Server => Level::Fail,
-                    Crash::Machine => Level::Warn,
-                };
-                findings.add(
-                    level,
-                    "durability",
-                    format!("{}: {}", caveat.setting, caveat.advice),
-                );
-            }
+/// The marker in force, as it stands before the check writes anything.
+fn marker(args: &Args, inspect: &dyn Inspect, findings: &mut Findings) {
+    let namespace = args.namespace.as_deref().unwrap_or(CHECK_NAMESPACE);
+    let marker = match inspect.list(namespace) {
+        Ok(listing) => listing.marker_unix_millis,
+        // Nothing yet: the write test creates the tables, as a first
+        // generator would, and says so.
+        Err(LeaseError::NoLeases { .. }) => {
+            return findings.add(
+                Level::Ok,
+                "marker",
+                "no lease table yet: the first generator (or this check) creates it, new",
+            );
         }
-        Err(e) => findings.add(Level::Fail, topic(&e), e.to_string()),
+        Err(e) => return findings.fail(&e),
+    };
+    match marker {
+        Some(0) => findings.add(
+            Level::Ok,
+            "marker",
+            "the lease table was created by flakegen, and has lost nothing since",
+        ),
+        Some(marker) => findings.add(
+            Level::Ok,
+            "marker",
+            format!(
+                "the registry vouches for its records since {} (its data began, or it \
+                 detected a loss, then)",
+                show::time(marker)
+            ),
+        ),
+        None => findings.add(
+            Level::Warn,
+            "marker",
+            format!(
+                "no marker in force for namespace {namespace:?}: nothing leased there since \
+                 the registry lost its data or its history changed (a restart without \
+                 persistence, a TRUNCATE, a failover, a restore); the next acquisition \
+                 writes one, and its ids wait the TTL and the skew after it"
+            ),
+        ),
     }
 }
 
@@ -322,42 +341,35 @@ fn clock(args: &Args, server: u64, before: u64, after: u64, findings: &mut Findi
         ahead.unsigned_abs(),
         if ahead >= 0 { "ahead of" } else { "behind" },
     );
-    let ahead_ms = u64::try_from(ahead).unwrap_or(0);
-    let behind_ms = u64::try_from(-ahead).unwrap_or(0);
-    if ahead_ms > skew {
-        findings.add(
+    let (level, text) = match ClockVerdict::of(ahead, skew) {
+        ClockVerdict::Refused => (
             Level::Fail,
-            "clock",
             format!(
                 "{said}, beyond the skew allowance of {skew} ms: generators here will be \
                  refused (LeaseError::ClockAhead). Synchronise this host's clock (chrony, \
                  systemd-timesyncd), or raise Lease::skew for every generator of the namespace"
             ),
-        );
-    } else if ahead_ms > skew / 2 {
-        findings.add(
+        ),
+        ClockVerdict::NearTheLimit => (
             Level::Warn,
-            "clock",
             format!(
                 "{said}: within the skew allowance of {skew} ms, but past half of it; \
                  synchronise this host's clock before it drifts further"
             ),
-        );
-    } else if behind_ms > skew {
-        findings.add(
+        ),
+        ClockVerdict::Behind => (
             Level::Warn,
-            "clock",
             format!(
-                "{said}: generators here are not refused, but their IDs carry times \
-                 {behind_ms} ms early, and after a loss they wait that much longer. \
-                 Synchronise this host's clock"
+                "{said}: generators here are not refused, but their IDs carry times {} ms \
+                 early, and after a loss they wait that much longer. Synchronise this \
+                 host's clock",
+                ahead.unsigned_abs()
             ),
-        );
-    } else {
-        findings.add(
+        ),
+        _ => (
             Level::Ok,
-            "clock",
             format!("{said}, within the skew allowance of {skew} ms"),
-        );
-    }
+        ),
+    };
+    findings.add(level, "clock", text);
 }

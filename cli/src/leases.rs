@@ -1,30 +1,36 @@
-//! `flakegen leases`: every record of a namespace, as a table or JSON.
+//! `flakegen leases`: every record of a namespace, as a table or JSON, or
+//! the namespaces a registry holds. It writes nothing.
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use clap::Subcommand;
 use flakegen::Layout;
-use flakegen::lease::backend::{Listing, Record, Registry};
+use flakegen::lease::LeaseError;
+use flakegen::lease::backend::{Listing, RecordState, Registry};
 
 use crate::Failed;
 use crate::check;
 use crate::show;
 
 /// The leases of a namespace in a registry: each id's holder, fence and
-/// expiry, and the marker. `leases check <URL>` checks the registry itself.
+/// expiry, and the marker; or, with `--namespaces`, the namespaces there.
+/// It writes nothing. `leases check <URL>` checks the registry itself.
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct Args {
     #[command(subcommand)]
     command: Option<Command>,
-    /// The registry: a mysql://, postgres:// or redis:// URL, as the
-    /// generators are given it.
+    /// The registry: a mysql:// (or mariadb://), postgres:// or redis://
+    /// URL, as the generators are given it.
     #[arg(required = true)]
     url: Option<String>,
     /// The namespace, as in `Lease::new(registry, namespace)`.
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "namespaces")]
     namespace: Option<String>,
+    /// List the namespaces that have records, one per line.
+    #[arg(long, conflicts_with = "namespace")]
+    namespaces: bool,
     /// The layout its generators use: adds how many of its ids have no
     /// record (free, and never held since the marker).
     #[arg(long)]
@@ -36,9 +42,10 @@ pub(crate) struct Args {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Check a registry before generators rely on it: reachable, TLS,
-    /// credentials and permissions, the clock against the skew allowance,
-    /// the marker, and the server's own settings.
+    /// Check a registry before generators rely on it: reachable, TLS as
+    /// negotiated, credentials and permissions (one write, in a namespace
+    /// of the check's own), the clock against the skew allowance, the
+    /// marker, durability, and the replication around the server.
     Check(check::Args),
 }
 
@@ -46,38 +53,74 @@ pub(crate) fn run(args: Args) -> Result<(), Failed> {
     if let Some(Command::Check(check)) = args.command {
         return check::run(&check);
     }
-    let (Some(url), Some(namespace)) = (args.url, args.namespace) else {
-        unreachable!("clap requires both without a subcommand");
+    let Some(url) = args.url else {
+        unreachable!("clap requires the URL without a subcommand");
     };
     let registry: Arc<dyn Registry> = flakegen::lease::connect(&url)?;
+    let Some(inspect) = registry.inspect() else {
+        return Err(Failed(Some(
+            "this registry shows nothing to a tool (it does not implement Inspect)".to_owned(),
+        )));
+    };
+    let namespaces = match inspect.namespaces() {
+        // The check's own is no generator's.
+        Ok(mut namespaces) => {
+            namespaces.retain(|ns| ns != check::CHECK_NAMESPACE);
+            namespaces
+        }
+        Err(LeaseError::NoLeases { .. }) => {
+            println!(
+                "registry   {}\nno lease table here: no generator has leased from this registry \
+                 yet (the first one creates it)",
+                show::redacted(&url)
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if args.namespaces {
+        if args.json {
+            println!("{}", serde_json::json!({ "namespaces": namespaces }));
+        } else {
+            namespaces.iter().for_each(|ns| println!("{ns}"));
+        }
+        return Ok(());
+    }
+    let Some(namespace) = args.namespace else {
+        unreachable!("clap requires a namespace without --namespaces");
+    };
+    let namespace = namespace.as_str();
+    if !namespaces.iter().any(|ns| ns == namespace) && namespace != check::CHECK_NAMESPACE {
+        let known = if namespaces.is_empty() {
+            "none has".to_owned()
+        } else {
+            format!("those that have: {}", namespaces.join(", "))
+        };
+        return Err(Failed(Some(format!(
+            "namespace {namespace:?} has no records here: no generator leased in it ({known}); \
+             check its spelling against the generators' Lease::new"
+        ))));
+    }
     let before = show::unix_millis(SystemTime::now());
-    let listing = registry.list(&namespace)?;
+    let listing = inspect.list(namespace)?;
     let after = show::unix_millis(SystemTime::now());
     let here = before / 2 + after / 2;
     if args.json {
-        print_json(&url, &namespace, &listing, here, args.layout.as_ref());
+        print_json(&url, namespace, &listing, here, args.layout.as_ref());
     } else {
-        print_table(&url, &namespace, &listing, here, args.layout.as_ref());
+        print_table(&url, namespace, &listing, here, args.layout.as_ref());
     }
     Ok(())
 }
 
-/// What a record says now.
-fn state(record: &Record, listing: &Listing) -> &'static str {
-    if Some(record.marker_unix_millis) != listing.marker_unix_millis {
-        "void"
-    } else if record.holder.is_empty() {
-        "free"
-    } else if record.expires_unix_millis <= listing.server_unix_millis {
-        "expired"
-    } else {
-        "held"
-    }
+/// What a record says now: the library's verdict.
+fn state(record: &flakegen::lease::backend::Record, listing: &Listing) -> RecordState {
+    record.state(listing.marker_unix_millis, listing.server_unix_millis)
 }
 
 fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout: Option<&Layout>) {
     let now = listing.server_unix_millis;
-    let count = |wanted: &str| {
+    let count = |wanted: RecordState| {
         listing
             .records
             .iter()
@@ -88,10 +131,10 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
     println!(
         "namespace  {namespace}: {} records ({} held, {} expired, {} free, {} void)",
         listing.records.len(),
-        count("held"),
-        count("expired"),
-        count("free"),
-        count("void"),
+        count(RecordState::Held),
+        count(RecordState::Expired),
+        count(RecordState::Free),
+        count(RecordState::Void),
     );
     println!(
         "clock      {} by the server (this host reads {})",
@@ -99,14 +142,18 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
         show::lead(now, here)
     );
     match listing.marker_unix_millis {
+        Some(0) => println!(
+            "marker     table created by flakegen, no loss since: every record is vouched for"
+        ),
         Some(marker) => println!(
-            "marker     {}: the registry's data began then; records under an older marker are void",
+            "marker     {}: the registry vouches for its records since then (its data began, \
+             or a loss was detected); records under an older marker are void",
             show::time(marker)
         ),
         None => println!(
-            "marker     none: the registry was never used, or lost its data (a TRUNCATE, a \
-             restart, a restore); the next acquisition writes one, and waits the TTL and the \
-             skew after it"
+            "marker     none in force: the registry lost its data or its history changed (a \
+             TRUNCATE, a restart, a failover, a restore); every record is void, and the next \
+             acquisition writes a marker and waits the TTL and the skew after it"
         ),
     }
     if let Some(layout) = layout {
@@ -114,7 +161,7 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
         let recorded = listing
             .records
             .iter()
-            .filter(|r| r.worker < workers && state(r, listing) != "void")
+            .filter(|r| r.worker < workers && state(r, listing) != RecordState::Void)
             .count();
         println!(
             "ids        {workers} in layout {layout}: {} with no record since the marker",
@@ -132,21 +179,25 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
     for record in &listing.records {
         let state = state(record, listing);
         let expires = match state {
-            "held" | "expired" => show::lead(now, record.expires_unix_millis),
+            RecordState::Held | RecordState::Expired => show::lead(now, record.expires_unix_millis),
             _ => "-".to_owned(),
         };
-        let fence = if state == "void" {
+        let fence = match state {
             // The loss rule fences it past the marker, whatever it says.
-            format!("{} (void)", show::time(record.fence_unix_millis))
+            RecordState::Void => format!("{} (void)", show::fence(record.fence_unix_millis)),
+            _ => show::fence(record.fence_unix_millis),
+        };
+        let ahead = if record.fence_unix_millis == 0 {
+            "-".to_owned()
         } else {
-            show::time(record.fence_unix_millis)
+            show::lead(now, record.fence_unix_millis)
         };
         println!(
             "{:<8} {:<8} {:<26} {:<10} {:<10} {}",
             record.worker,
-            state,
+            state.name(),
             fence,
-            show::lead(now, record.fence_unix_millis),
+            ahead,
             expires,
             if record.holder.is_empty() {
                 "-"
@@ -165,9 +216,9 @@ fn print_json(url: &str, namespace: &str, listing: &Listing, here: u64, layout: 
         .map(|r| {
             serde_json::json!({
                 "worker": r.worker,
-                "state": state(r, listing),
+                "state": state(r, listing).name(),
                 "holder": r.holder,
-                "fence": show::time(r.fence_unix_millis),
+                "fence": (r.fence_unix_millis != 0).then(|| show::time(r.fence_unix_millis)),
                 "fence_unix_ms": r.fence_unix_millis,
                 "fence_ahead_ms": show::lead_millis(now, r.fence_unix_millis),
                 "expires_unix_ms": r.expires_unix_millis,

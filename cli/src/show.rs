@@ -1,4 +1,4 @@
-//! How times, leads and JSON look, the same in every command.
+//! How times, leads and URLs look, the same in every command.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -8,15 +8,30 @@ pub(crate) fn time(unix_millis: u64) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 
+/// A fence as a time, or `-` for none (0: a record that never held one).
+pub(crate) fn fence(unix_millis: u64) -> String {
+    if unix_millis == 0 {
+        "-".to_owned()
+    } else {
+        time(unix_millis)
+    }
+}
+
 /// Milliseconds since 1970, of a time.
 pub(crate) fn unix_millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// `to - from` in ms, signed, for JSON.
+pub(crate) fn lead_millis(from_millis: u64, to_millis: u64) -> i64 {
+    let lead = i128::from(to_millis) - i128::from(from_millis);
+    i64::try_from(lead).unwrap_or(if lead < 0 { i64::MIN } else { i64::MAX })
+}
+
 /// How far `to` lies from `from`, signed: `+9.9 s`, `-61.0 s`, `+3 ms`.
 pub(crate) fn lead(from_millis: u64, to_millis: u64) -> String {
-    let ms = i128::from(to_millis) - i128::from(from_millis);
+    let ms = lead_millis(from_millis, to_millis);
     let sign = if ms < 0 { '-' } else { '+' };
     let abs = ms.unsigned_abs();
     if abs < 1_000 {
@@ -30,35 +45,52 @@ pub(crate) fn lead(from_millis: u64, to_millis: u64) -> String {
     }
 }
 
-/// `to - from` in ms, signed, for JSON.
-pub(crate) fn lead_millis(from_millis: u64, to_millis: u64) -> i64 {
-    let lead = i128::from(to_millis) - i128::from(from_millis);
-    i64::try_from(lead).unwrap_or(if lead < 0 { i64::MIN } else { i64::MAX })
+/// What may be printed of a URL, whatever its shape: everything between
+/// the scheme and the last `@` masked (a password may hold `/`, `@` or `:`
+/// unencoded), and the value of every `password=`-like parameter, in a
+/// query or in libpq's `key=value` form.
+pub(crate) fn redacted(url: &str) -> String {
+    let mut out = mask_parameters(url);
+    if let Some(at) = out.rfind('@') {
+        // The scheme, if the URL starts with one: letters, then `:`, `://`
+        // or a mistyped `//`.
+        let scheme_len = out
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "+.-".contains(c)))
+            .filter(|&end| end > 0)
+            .map_or(0, |end| {
+                let rest = &out[end..];
+                end + rest.len() - rest.trim_start_matches([':', '/']).len()
+            });
+        if scheme_len <= at {
+            out.replace_range(scheme_len..at, "***");
+        }
+    }
+    out
 }
 
-/// A URL with its password, if any, replaced: what may be printed.
-pub(crate) fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials.split(':').next().unwrap_or("");
-            let hidden = if credentials.contains(':') {
-                ":***"
-            } else {
-                ""
-            };
-            // A query may carry a password too: keep only its TLS settings.
-            let path = path.split('?').next().unwrap_or("");
-            format!("{scheme}://{user}{hidden}@{host}{path}")
+/// `url` with the value of each parameter that names a password masked.
+fn mask_parameters(url: &str) -> String {
+    const NAMES: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(eq) = rest.find('=') {
+        let key_start = rest[..eq]
+            .rfind(|c: char| c == '?' || c == '&' || c == ';' || c.is_whitespace())
+            .map_or(0, |i| i + 1);
+        let key = rest[key_start..eq].trim().to_ascii_lowercase();
+        let value_end = rest[eq + 1..]
+            .find(|c: char| c == '&' || c == ';' || c.is_whitespace() || c == '#')
+            .map_or(rest.len(), |i| eq + 1 + i);
+        out.push_str(&rest[..=eq]);
+        if NAMES.contains(&key.as_str()) && value_end > eq + 1 {
+            out.push_str("***");
+        } else {
+            out.push_str(&rest[eq + 1..value_end]);
         }
-        None => format!(
-            "{scheme}://{authority}{}",
-            path.split('?').next().unwrap_or("")
-        ),
+        rest = &rest[value_end..];
     }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -73,19 +105,34 @@ mod tests {
         assert_eq!(lead(0, 600_000), "+10.0 min");
         assert_eq!(lead(0, 36_000_000), "+10.0 h");
         assert_eq!(lead_millis(5, 2), -3);
+        assert_eq!(fence(0), "-");
     }
 
     #[test]
-    fn passwords_are_never_printed() {
-        assert_eq!(
-            redacted("postgres://app:secret@db:5432/app?sslmode=verify-full"),
-            "postgres://app:***@db:5432/app"
-        );
-        assert_eq!(
-            redacted("redis://:secret@cache:6379/0"),
-            "redis://:***@cache:6379/0"
-        );
-        assert_eq!(redacted("mysql://root@db/app"), "mysql://root@db/app");
-        assert_eq!(redacted("redis://cache:6379"), "redis://cache:6379");
+    fn passwords_are_never_printed_whatever_the_urls_shape() {
+        let cases = [
+            (
+                "postgres://app:S3cret@db:5432/app?sslmode=verify-full",
+                "postgres://***@db:5432/app?sslmode=verify-full",
+            ),
+            ("redis://:S3cret@cache:6379/0", "redis://:***@cache:6379/0"),
+            ("redis//:S3cret@cache:6379/0", "redis//:***@cache:6379/0"),
+            ("mysql:/app:S3cret@db/app", "mysql:/***@db/app"),
+            ("postgres://app:S3/cr@t@db/app", "postgres://***@db/app"),
+            (
+                "host=db user=app password=S3cret dbname=app",
+                "host=db user=app password=*** dbname=app",
+            ),
+            (
+                "postgres://db/app?user=app&password=S3cret&sslmode=require",
+                "postgres://db/app?user=app&password=***&sslmode=require",
+            ),
+            ("mysql://root@db/app", "mysql://***@db/app"),
+            ("redis://cache:6379", "redis://cache:6379"),
+        ];
+        for (url, shown) in cases {
+            assert_eq!(redacted(url), shown, "{url}");
+            assert!(!redacted(url).contains("S3"), "{url}");
+        }
     }
 }

@@ -1,17 +1,21 @@
 //! The lease contract of [`flakegen`] as a test suite, to run over a
 //! worker-id registry of your own.
 //!
-//! A [`Registry`] is three calls (`read`, `mark`, `swap`), and the
+//! A [`Registry`] is three storage steps (`read`, `mark`, `swap`), and the
 //! contract that makes leased IDs unique rests on each of them: a swap that
-//! writes over a newer record, a marker earlier than the loss it follows, a
-//! fence that reaches past the terms, and two live holders share an id. The
-//! rules are stated in [`flakegen::lease`]; this crate is the suite that
-//! checks them, the one flakegen runs over its own memory, PostgreSQL,
-//! MySQL and Redis registries.
+//! writes over a newer record, or under a marker that is no longer in
+//! force, a marker earlier than the loss it follows, a fence that reaches
+//! past the terms, and two live holders share an id. The rules are stated
+//! in [`flakegen::lease`]; this crate is the suite that checks them, the one
+//! flakegen runs over its own memory, PostgreSQL, MySQL and Redis
+//! registries. Some rules call a storage step directly and name the step
+//! and the promise it broke ("swap wrote under a stale marker"); the others
+//! lease, issue and heal as services do, and check the IDs.
 //!
 //! Give the suite a [`Fixture`]: your registry, and the faults the suite
-//! puts it through (its data lost, its server frozen). [`suite!`] writes one
-//! `#[test]` per rule in the module it is called in:
+//! puts it through (its data lost; with capabilities, its server frozen or
+//! failed over to a replica). [`suite!`] writes one `#[test]` per rule in
+//! the module it is called in:
 //!
 //! ```
 //! use std::sync::Arc;
@@ -35,9 +39,10 @@
 //!     }
 //! }
 //!
-//! // In tests/contract.rs: `cargo test --test contract` runs every rule
-//! // but the two that need a frozen server.
-//! flakegen_contract::suite!(Memory(MemoryRegistry::new()), without_freeze);
+//! // In tests/contract.rs: `cargo test --test contract` runs every rule of
+//! // the storage steps and of leasing, and those of `Inspect` (the
+//! // capabilities after the fixture: `freeze`, `failover`, `inspect`).
+//! flakegen_contract::suite!(Memory(MemoryRegistry::new()), inspect);
 //! # fn main() {}
 //! ```
 //!
@@ -45,8 +50,8 @@
 //! whole registry), each in a namespace of its own, with a 300 ms TTL: a
 //! suite takes about a minute. A registry on a real server should run it
 //! against that server, with faults the server really has: `TRUNCATE`, a
-//! restart without persistence, `SIGSTOP`. A registry that only passes
-//! against a mock has passed nothing.
+//! restart without persistence, `SIGSTOP`, a replica promoted. A registry
+//! that only passes against a mock has passed nothing.
 //!
 //! With the `tokio` feature the suite adds the rules of leases inside tokio
 //! runtimes: builds, drops and shutdowns on both flavours, which may neither
@@ -56,6 +61,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use flakegen::lease::backend::Registry;
 
+#[doc(hidden)]
+pub mod failover;
 #[cfg(feature = "tokio")]
 mod heartbeat;
 #[cfg(feature = "tokio")]
@@ -63,6 +70,8 @@ mod heartbeat;
 pub mod in_tokio;
 #[doc(hidden)]
 pub mod rules;
+#[doc(hidden)]
+pub mod steps;
 mod store;
 #[doc(hidden)]
 pub mod support;
@@ -88,17 +97,38 @@ pub trait Fixture: Send + Sync {
 
     /// Stops the registry's server from answering, without closing its
     /// connections (`SIGSTOP`), until the guard is dropped; `None` if this
-    /// fixture cannot, in which case run the suite `without_freeze`.
+    /// fixture cannot (then leave `freeze` out of [`suite!`]'s capabilities).
     fn freeze(&self) -> Option<Frozen> {
         None
     }
 
-    /// Takes away whatever index the registry keeps beside the records of
-    /// `namespace`, as a namespace an older version wrote would lack it. A
-    /// registry that keeps none does nothing.
-    fn forget_index(&self, namespace: &str) {
-        let _ = namespace;
+    /// The registry's server with a replica that a failover promotes;
+    /// `None` if this fixture has none (then leave `failover` out of
+    /// [`suite!`]'s capabilities).
+    fn failover(&self) -> Option<&dyn Failover> {
+        None
     }
+}
+
+/// A registry whose server has a replica, and the failover that promotes
+/// it: what [`Fixture::failover`] returns.
+///
+/// The failover rules cut replication, let holders renew on the primary
+/// (the replica misses it), then promote the replica. However it is done,
+/// every client must follow the failover, those connected before it too,
+/// as they would behind an address that moves to the new primary.
+pub trait Failover: Send + Sync {
+    /// Stops replication to the replica: from now on it misses every
+    /// write, as a replica that lags does. Returns once it does.
+    fn cut(&self);
+
+    /// The primary stops, and the replica is promoted: it takes writes, and
+    /// every client reaches it from now on. Returns once it does.
+    fn promote(&self);
+
+    /// Makes the pair whole again for the next rule: a replica of the new
+    /// primary, replicating. The primary stays where it is.
+    fn rejoin(&self);
 }
 
 /// A frozen registry server, thawed when this is dropped: what
@@ -134,32 +164,35 @@ impl std::fmt::Debug for Frozen {
 /// in the module it is called in.
 ///
 /// ```text
-/// flakegen_contract::suite!(fixture);                  // every rule
-/// flakegen_contract::suite!(fixture, without_freeze);  // but the two that freeze the server
+/// flakegen_contract::suite!(fixture);                            // the rules every registry keeps
+/// flakegen_contract::suite!(fixture, freeze, failover, inspect); // and those of its capabilities
 /// ```
+///
+/// The capabilities: `freeze` (the fixture can stop its server answering:
+/// [`Fixture::freeze`]), `failover` (it has a replica to promote:
+/// [`Fixture::failover`]), `inspect` (the registry shows an operator its
+/// records: [`Registry::inspect`](flakegen::lease::backend::Registry::inspect)).
+/// A capability named is a promise: its rules fail if the fixture cannot
+/// keep it.
 ///
 /// The fixture expression is evaluated once, by the first test that runs;
 /// the tests of one call run one at a time. Call it once per module.
 #[macro_export]
 macro_rules! suite {
-    ($fixture:expr $(,)?) => {
-        $crate::__suite!($fixture; with_freeze);
-    };
-    ($fixture:expr, without_freeze $(,)?) => {
-        $crate::__suite!($fixture; without_freeze);
-    };
-}
-
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __suite {
-    ($fixture:expr; $freeze:ident) => {
+    ($fixture:expr $(, $capability:ident)* $(,)?) => {
         static __FLAKEGEN_CONTRACT_SUITE: $crate::__private::Suite = $crate::__private::Suite::new();
 
         fn __flakegen_contract_fixture() -> ::std::boxed::Box<dyn $crate::Fixture> {
             ::std::boxed::Box::new($fixture)
         }
 
+        $crate::__tests!(steps:
+            swap_writes_only_at_the_version_it_names,
+            swap_writes_only_under_the_marker_in_force,
+            swap_says_when_it_wrote_by_the_servers_clock,
+            mark_keeps_the_marker_in_force_and_never_moves_it_back,
+            read_returns_what_an_acquisition_chooses_from,
+        );
         $crate::__tests!(rules:
             each_generator_gets_its_own_id_until_all_are_held,
             builds_racing_in_a_new_namespace_each_get_an_id,
@@ -183,20 +216,44 @@ macro_rules! __suite {
             generators_that_lose_their_registry_issue_again_without_a_rebuild,
             a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back,
             a_healing_holder_and_a_new_build_race_for_one_id,
-            a_namespace_an_older_flakegen_wrote_is_indexed_on_first_use,
-            a_listing_shows_every_record_and_the_marker,
-        );
-        $crate::__if_freeze!($freeze; rules:
-            a_frozen_registry_costs_the_timeout_and_lease_says_why,
+            a_healed_generator_issues_nothing_below_its_new_start,
+            a_release_after_a_heal_lowers_only_the_new_lease,
         );
         $crate::__if_tokio!(in_tokio:
             a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id,
             a_cancelled_build_gives_its_lease_back,
             a_build_that_waits_for_a_fence_leaves_the_runtime_beating,
         );
-        $crate::__if_tokio!(@freeze $freeze; in_tokio:
+        $( $crate::__capability!($capability); )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __capability {
+    (freeze) => {
+        $crate::__tests!(rules:
+            a_frozen_registry_costs_the_timeout_and_lease_says_why,
+        );
+        $crate::__if_tokio!(in_tokio:
             a_drop_with_the_registry_frozen_returns_at_once,
         );
+    };
+    (failover) => {
+        $crate::__tests!(failover:
+            a_failover_to_a_lagging_replica_grants_no_id_below_a_confirmed_fence,
+            a_failover_is_a_loss_though_the_replica_missed_nothing,
+        );
+    };
+    (inspect) => {
+        $crate::__tests!(rules:
+            a_listing_shows_every_record_and_the_marker,
+        );
+    };
+    ($other:ident) => {
+        compile_error!(concat!(
+            "no capability `", stringify!($other), "`: use freeze, failover or inspect"
+        ));
     };
 }
 
@@ -216,24 +273,12 @@ macro_rules! __tests {
     };
 }
 
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __if_freeze {
-    (with_freeze; $($tests:tt)*) => {
-        $crate::__tests!($($tests)*);
-    };
-    (without_freeze; $($tests:tt)*) => {};
-}
-
 // The suite's tokio rules exist when this crate's `tokio` feature is on,
 // whatever the features of the crate that calls `suite!`.
 #[cfg(feature = "tokio")]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __if_tokio {
-    (@freeze $freeze:ident; $($tests:tt)*) => {
-        $crate::__if_freeze!($freeze; $($tests)*);
-    };
     ($($tests:tt)*) => {
         $crate::__tests!($($tests)*);
     };

@@ -605,10 +605,25 @@ pub fn a_build_right_after_a_loss_waits_for_its_fence(fixture: &dyn Fixture) {
     assert_eq!(g.lease().unwrap().state, LeaseState::Held);
 }
 
-/// What an operator's tool reads ([`Registry::list`]): every record of the
+/// The namespace's listing, through the registry's `Inspect`.
+fn list(store: &Store<'_>, ns: &str) -> Listing {
+    let registry = store.registry();
+    let inspect = registry.inspect().unwrap_or_else(|| {
+        panic!(
+            "{}: the registry shows nothing to a tool (Registry::inspect is None): implement \
+             Inspect, or leave `inspect` out of suite!'s capabilities",
+            store.name()
+        )
+    });
+    inspect.list(ns).unwrap()
+}
+
+/// What an operator's tool reads ([`Inspect::list`]): every record of the
 /// namespace by worker id, as written, the marker in force and the
 /// server's clock; none of another namespace; and after a loss, no record
-/// that claims the marker in force.
+/// that claims the marker in force. A listing writes nothing.
+///
+/// [`Inspect::list`]: flakegen::lease::backend::Inspect::list
 pub fn a_listing_shows_every_record_and_the_marker(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let ns = namespace("listing");
@@ -619,7 +634,7 @@ pub fn a_listing_shows_every_record_and_the_marker(fixture: &dyn Fixture) {
     store.put(&namespace("listing-other"), 3, "other", 60_000, now_ms());
 
     let before = now_ms();
-    let listing = store.registry().list(&ns).unwrap();
+    let listing = list(&store, &ns);
     let after = now_ms();
     let name = store.name();
     let slack = SKEW.as_millis() as u64;
@@ -654,7 +669,7 @@ pub fn a_listing_shows_every_record_and_the_marker(fixture: &dyn Fixture) {
     drop(held);
 
     store.lose_data();
-    let listing = store.registry().list(&ns).unwrap();
+    let listing = list(&store, &ns);
     for record in &listing.records {
         assert_ne!(
             Some(record.marker_unix_millis),
@@ -713,9 +728,6 @@ impl Registry for SlowSwap {
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         self.0.mark(namespace)
-    }
-    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
-        self.0.list(namespace)
     }
     fn swap(
         &self,
@@ -1007,36 +1019,88 @@ pub fn a_healing_holder_and_a_new_build_race_for_one_id(fixture: &dyn Fixture) {
     assert_strictly_increasing(&a_ids, store.name());
 }
 
-/// A namespace an older flakegen wrote (records, no index) goes on
-/// working: its records are indexed on first use, a slice per read, and no
-/// live holder's id is handed out.
-pub fn a_namespace_an_older_flakegen_wrote_is_indexed_on_first_use(fixture: &dyn Fixture) {
-    const WIDE: Layout = Layout::builder().worker_bits(8).build_const();
+/// Rule 4 with healing, its first half, kept deterministically: a
+/// generator that healed issues nothing below its new lease's start, though
+/// it is asked for IDs all the while it waits to get there.
+pub fn a_healed_generator_issues_nothing_below_its_new_start(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
-    let ns = namespace("upgrade");
-    // 100 records: every third held by a live holder, the others free.
-    for worker in 0..100 {
-        if worker % 3 == 0 {
-            store.put(&ns, worker, "older", 60_000, now_ms() + 60_000);
-        } else {
-            store.put(&ns, worker, "", 0, 0);
+    let ns = namespace("heal-start");
+    store.fresh(&ns);
+    let g = store
+        .leased(ONE, &ns)
+        .max_wait(Duration::from_secs(2))
+        .build_atomic()
+        .unwrap();
+    let mut ids = run_to_fence_or(&g, 20);
+    store.lose_data();
+    // The lost lease's fence: it issues below it, and a new lease at or past
+    // its own start, which the loss rule puts beyond it.
+    let old_fence = g.lease().unwrap().fence;
+    // Asked without waiting, every moment, until it issues again.
+    let deadline = Instant::now() + TTL * 4 + SKEW * 4 + Duration::from_secs(2);
+    loop {
+        match g.try_next_id() {
+            Ok(id) => {
+                ids.push(id);
+                let at = ONE.time_of(ONE.decode(id).unwrap().timestamp);
+                if at >= old_fence {
+                    let starts = g.lease().unwrap().starts;
+                    assert!(
+                        at >= starts,
+                        "{}: a healed generator issued {id} ({at:?}) below its new lease's \
+                         start {starts:?}",
+                        store.name()
+                    );
+                    break;
+                }
+            }
+            Err(IssueError::LeaseLost { .. } | IssueError::WouldBlock { .. }) => {}
+            Err(e) => panic!("{}: {e}", store.name()),
         }
-    }
-    store.forget_index(&ns);
-    let generators: Vec<_> = (0..3)
-        .map(|_| store.leased(WIDE, &ns).build_atomic().unwrap())
-        .collect();
-    let mut workers = vec![];
-    for g in &generators {
         assert!(
-            g.worker() % 3 != 0,
-            "{}: took a live holder's id {}",
-            store.name(),
-            g.worker()
+            Instant::now() < deadline,
+            "{}: never issued again after the loss",
+            store.name()
         );
-        g.next_id().unwrap();
-        workers.push(g.worker());
+        thread::sleep(Duration::from_micros(200));
     }
-    // The free ids whose fences passed long ago come first, lowest first.
-    assert_eq!(workers, [1, 2, 4], "{}", store.name());
+    assert_strictly_increasing(&ids, store.name());
+}
+
+/// Rule 5 with healing: a generator that healed, and shuts down before it
+/// issued anything under its new lease, gives that lease back at its start
+/// (the fence its predecessor left), never lower: not at the unit after the
+/// last ID it issued under the lease it lost.
+pub fn a_release_after_a_heal_lowers_only_the_new_lease(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let ns = namespace("heal-release");
+    store.fresh(&ns);
+    let g = store.leased(ONE, &ns).build_atomic().unwrap();
+    let first_lease = g.lease().unwrap().starts;
+    run_to_fence_or(&g, 20);
+    store.lose_data();
+    let deadline = Instant::now() + TTL * 4 + Duration::from_secs(2);
+    let starts = loop {
+        let status = g.lease().unwrap();
+        if status.starts != first_lease && status.worker == 0 {
+            break status.starts;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{}: no new lease after the loss: {status:?}",
+            store.name()
+        );
+        thread::sleep(Duration::from_millis(2));
+    };
+    // Nothing was asked of it since the loss: nothing issued under it.
+    g.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    let record = store.record(&ns, 0).unwrap();
+    let starts_ms = starts.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    assert!(
+        record.holder.is_empty() && record.fence_unix_millis >= starts_ms,
+        "{}: the release after a heal lowered the new lease's fence to {} (its start is \
+         {starts_ms}): {record:?}",
+        store.name(),
+        record.fence_unix_millis
+    );
 }

@@ -8,7 +8,7 @@ use flakegen::lease::Lease;
 use flakegen::lease::backend::{Expect, NewRecord, Record, Registry};
 use flakegen::{Builder, Clock, Layout, SystemClock};
 
-use crate::{Fixture, Frozen};
+use crate::{Failover, Fixture, Frozen};
 
 /// The terms the suite leases on: short, so that expiry and renewal happen
 /// within a test.
@@ -50,9 +50,9 @@ impl<'a> Store<'a> {
         })
     }
 
-    /// The registry loses the index it keeps beside its records, if any.
-    pub(crate) fn forget_index(&self, namespace: &str) {
-        self.fixture.forget_index(namespace);
+    /// The registry's replica and its failover, if the fixture has one.
+    pub(crate) fn failover(&self) -> Option<&'a dyn Failover> {
+        self.fixture.failover()
     }
 
     pub(crate) fn lease(&self, namespace: &str) -> Lease {

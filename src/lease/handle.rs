@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::backend::LeaseError;
 use super::claim::Claim;
-use super::error::{LeaseError, Refused};
-use super::state::{ClaimId, LeaseStatus, Shared, Stop};
+use super::error::Refused;
+use super::status::{ClaimId, LeaseStatus, Shared, Stop};
 
 /// The build's end of the first acquisition, under way on the lease's
 /// thread. Dropping it (a build that failed, a build future cancelled)

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use tracing::Level;
 
+use super::backend::LeaseError;
 use super::backend::Registry;
 use super::claim::Claim;
-use super::error::LeaseError;
 use super::fence;
 use super::protocol::{self, Holding, Terms, Unconfirmed};
 use super::slot::Done;
-use super::state::{ClaimId, LeaseState, Shared, Stop};
+use super::status::{ClaimId, LeaseState, Shared, Stop};
 use crate::clock::units::{lead_millis, millis};
 use crate::meter;
 

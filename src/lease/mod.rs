@@ -221,47 +221,29 @@
 //! # Ok::<(), flakegen::Error>(())
 //! ```
 
-use std::time::Duration;
-
 pub mod backend;
 mod claim;
-mod connect;
 mod error;
 mod fence;
 mod handle;
 mod keeper;
-mod memory;
-#[cfg(feature = "mysql")]
-mod mysql;
-#[cfg(feature = "postgres")]
-mod postgres;
 mod protocol;
-#[cfg(feature = "redis")]
-mod redis;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
-mod remote;
 mod settings;
 mod slot;
-mod state;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
-mod tls;
+mod status;
 
+#[cfg(feature = "mysql")]
+pub use self::backend::MysqlRegistry;
+#[cfg(feature = "postgres")]
+pub use self::backend::PostgresRegistry;
+#[cfg(feature = "redis")]
+pub use self::backend::RedisRegistry;
+pub use self::backend::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry, connect};
 pub(crate) use self::claim::Claim;
-pub use self::connect::connect;
+pub use self::error::InvalidTerms;
 pub(crate) use self::error::Refused;
-pub use self::error::{InvalidTerms, LeaseError};
 pub use self::handle::Release;
 pub(crate) use self::handle::{LeaseHandle, Pending};
-pub use self::memory::MemoryRegistry;
-#[cfg(feature = "mysql")]
-pub use self::mysql::MysqlRegistry;
-#[cfg(feature = "postgres")]
-pub use self::postgres::PostgresRegistry;
-#[cfg(feature = "redis")]
-pub use self::redis::RedisRegistry;
+pub use self::protocol::ClockVerdict;
 pub use self::settings::{DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
-pub use self::state::{LeaseState, LeaseStatus};
-
-/// How long connecting to a registry, or one request once connected, may
-/// take before it counts as unreachable, measured on the client: 3 s.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+pub use self::status::{LeaseState, LeaseStatus};

@@ -5,15 +5,16 @@
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::backend::{Expect, NewRecord, Record, Registry, Snapshot};
-use super::error::LeaseError;
+use super::backend::LeaseError;
+use super::backend::{Expect, NewRecord, Record, RecordState, Registry, Snapshot};
 
 /// How many times an acquisition may lose a race before it gives up.
 const ATTEMPTS: u32 = 8;
 
-/// The fewest records a registry indexes per read while it still says
-/// `Snapshot::more`: bounds how often an acquisition reads again for it.
-const INDEX_SLICE: u64 = 16;
+/// The fewest ids a registry looks through per read for the fresh one
+/// while it says `Snapshot::more`: bounds how often an acquisition reads
+/// again for it.
+const FRESH_SLICE: u64 = 16;
 
 /// How many writes whose outcome is unknown a holder remembers.
 const IN_DOUBT: usize = 4;
@@ -123,10 +124,8 @@ impl Terms<'_> {
         };
         let records = || snapshot.records.iter().filter(|r| r.worker < self.workers);
         for record in records() {
-            let trusted = record.marker_unix_millis == marker_unix_millis;
-            let live = !record.holder.is_empty()
-                && record.expires_unix_millis > snapshot.server_unix_millis;
-            if !(trusted && live) {
+            let state = record.state(Some(marker_unix_millis), snapshot.server_unix_millis);
+            if state != RecordState::Held {
                 let fence = self.inherited_fence(record, marker_unix_millis);
                 consider(fence, record.worker, Some(record.version));
             }
@@ -152,14 +151,13 @@ impl Terms<'_> {
     /// `server_unix_millis`, is further ahead than the skew allows: its fences could
     /// outrun the loss rule.
     fn check_skew(&self, now_ms: u64, server_unix_millis: u64) -> Result<(), LeaseError> {
-        let ahead_millis = now_ms.saturating_sub(server_unix_millis);
-        if ahead_millis > self.skew_millis {
-            Err(LeaseError::ClockAhead {
-                ahead_millis,
+        let ahead = crate::clock::units::lead_millis(now_ms, server_unix_millis);
+        match ClockVerdict::of(ahead, self.skew_millis) {
+            ClockVerdict::Refused => Err(LeaseError::ClockAhead {
+                ahead_millis: ahead.unsigned_abs(),
                 skew_millis: self.skew_millis,
-            })
-        } else {
-            Ok(())
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -167,6 +165,41 @@ impl Terms<'_> {
         LeaseError::Lost {
             namespace: self.namespace.to_owned(),
             worker,
+        }
+    }
+}
+
+/// How a host's clock stands against a registry server's, as leasing
+/// judges it at every acquisition and renewal: what `flakegen leases check`
+/// reports of this host's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClockVerdict {
+    /// Further ahead than the skew allowance: generators here are refused
+    /// (`LeaseError::ClockAhead`), as their fences could outrun the loss rule.
+    Refused,
+    /// Ahead by more than half the allowance: accepted, close to the limit.
+    NearTheLimit,
+    /// Behind by more than the allowance: accepted, but its IDs carry early
+    /// times, and after a loss it waits that much longer.
+    Behind,
+    /// Within the allowance.
+    Within,
+}
+
+impl ClockVerdict {
+    /// The verdict on a clock `ahead_millis` ahead of the server's
+    /// (negative: behind), with a skew allowance of `skew_millis`.
+    pub fn of(ahead_millis: i64, skew_millis: u64) -> ClockVerdict {
+        let skew = i64::try_from(skew_millis).unwrap_or(i64::MAX);
+        if ahead_millis > skew {
+            ClockVerdict::Refused
+        } else if ahead_millis > skew / 2 {
+            ClockVerdict::NearTheLimit
+        } else if ahead_millis < -skew {
+            ClockVerdict::Behind
+        } else {
+            ClockVerdict::Within
         }
     }
 }
@@ -180,14 +213,14 @@ pub(crate) fn acquire(
     now_ms: impl Fn() -> u64,
     prefer: Option<u64>,
 ) -> Result<Grant, LeaseError> {
-    let mut indexing = terms.workers.div_ceil(INDEX_SLICE);
+    let mut slices = terms.workers.div_ceil(FRESH_SLICE);
     let mut attempts = 0;
     while attempts < ATTEMPTS {
         let now = now_ms();
         let snapshot = registry.read(terms.namespace, terms.workers, prefer)?;
-        if snapshot.more && indexing > 0 {
-            // The registry indexes an older version's records a slice at a time.
-            indexing -= 1;
+        if snapshot.more && slices > 0 {
+            // The registry looks for the fresh id a slice at a time.
+            slices -= 1;
             continue;
         }
         attempts += 1;

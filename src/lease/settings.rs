@@ -9,7 +9,7 @@ use super::backend::{Registry, check_namespace};
 use super::error::{InvalidTerms, Refused};
 use super::handle::Pending;
 use super::keeper::{self, Keeping};
-use super::state::Shared;
+use super::status::Shared;
 use crate::clock::Clock;
 use crate::layout::Layout;
 

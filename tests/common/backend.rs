@@ -161,52 +161,6 @@ impl Backend {
 }
 
 impl Backend {
-    /// Takes away the index a registry keeps beside its records, as a
-    /// namespace written by an older flakegen has none: the PostgreSQL
-    /// table's partial indexes and the namespace's cursor row; the MariaDB
-    /// table's cursor rows (its indexes came with its first version); the
-    /// Redis namespace's index keys.
-    pub fn forget_index(self, namespace: &str) {
-        match self {
-            #[cfg(feature = "postgres")]
-            Backend::Postgres => self.sql(&format!(
-                "DROP INDEX IF EXISTS flakegen_leases_free, flakegen_leases_held; \
-                 DELETE FROM flakegen_leases WHERE namespace = '{namespace}' AND worker = -2"
-            )),
-            #[cfg(feature = "redis")]
-            Backend::Redis => {
-                let url = self.url();
-                let (password, address) =
-                    url.trim_start_matches("redis://:").split_once('@').unwrap();
-                let (host, port) = address.split('/').next().unwrap().split_once(':').unwrap();
-                let keys = ["era", "free", "held", "recorded"]
-                    .map(|k| format!("flakegen:{{{namespace}}}:{k}"));
-                let status = Command::new("redis-cli")
-                    .args([
-                        "-h",
-                        host,
-                        "-p",
-                        port,
-                        "-a",
-                        password,
-                        "--no-auth-warning",
-                        "DEL",
-                    ])
-                    .args(keys)
-                    .stdout(Stdio::null())
-                    .status()
-                    .unwrap();
-                assert!(status.success(), "redis-cli DEL failed");
-            }
-            #[cfg(feature = "mysql")]
-            Backend::Mysql => self.sql(&format!(
-                "DELETE FROM flakegen_leases WHERE namespace = '{namespace}' AND worker = -2"
-            )),
-        }
-    }
-}
-
-impl Backend {
     /// Runs `sql` on the test server as its administrator, through the
     /// server's own command-line client (installed with the server).
     #[cfg(any(feature = "postgres", feature = "mysql"))]
@@ -305,9 +259,5 @@ impl flakegen_contract::Fixture for Backend {
         Some(flakegen_contract::Frozen::new(move || {
             signal_all(&pids, "-CONT")
         }))
-    }
-
-    fn forget_index(&self, namespace: &str) {
-        Backend::forget_index(*self, namespace);
     }
 }

@@ -4,9 +4,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
-use super::error::LeaseError;
-use super::error::said;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{
+    Expect, Inspect, LeaseError, Listing, NewRecord, Record, Registry, Snapshot, Survey, Transport,
+    said,
+};
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
 
@@ -14,10 +17,10 @@ use crate::clock::{Clock, SystemClock};
 /// and for trying out faults a real registry makes hard to stage.
 ///
 /// It keeps the same contract as the real ones (see [the lease
-/// docs](super#the-contract)), judges expiry by its own clock (the system
-/// clock, or one you give it), and can be told to lose its data or to stop
-/// answering. Clone it to share one registry between generators: clones
-/// share the data.
+/// docs](crate::lease#the-contract)), judges expiry by the system clock, and
+/// can be told to lose its data, to stop answering, or to hand its data to
+/// a [`replica`](Self::replica) that a failover promotes. Clone it to share
+/// one registry between generators: clones share the data.
 ///
 /// # Examples
 ///
@@ -51,13 +54,19 @@ pub struct MemoryRegistry {
 }
 
 struct Shared {
-    clock: Box<dyn Clock>,
+    /// Which server this is: a marker another one wrote is void here, as a
+    /// replica's copy of its primary's marker is once the replica is promoted.
+    server: u64,
     state: Mutex<State>,
 }
 
+/// Tells the registries of one process apart (see `Shared::server`).
+static SERVERS: AtomicU64 = AtomicU64::new(1);
+
 struct State {
-    /// The marker in force; the same for every namespace, like a table's.
-    marker_unix_millis: Option<u64>,
+    /// The marker, the same for every namespace, like a table's, and the
+    /// server that wrote it: in force only on that server.
+    marker: Option<Marker>,
     /// What [`Registry::mark`] writes: when the data began.
     began_unix_millis: u64,
     records: BTreeMap<(String, u64), Record>,
@@ -68,20 +77,20 @@ impl MemoryRegistry {
     /// An empty registry on the system clock. It has lost nothing, so its
     /// first generators need not wait.
     pub fn new() -> Self {
-        Self::with_clock(SystemClock)
+        Self::with_state(State {
+            marker: None,
+            began_unix_millis: 0,
+            records: BTreeMap::new(),
+            reachable: true,
+        })
     }
 
-    /// An empty registry that judges expiry by `clock`, the server's clock.
-    pub fn with_clock(clock: impl Clock + 'static) -> Self {
+    fn with_state(state: State) -> Self {
         MemoryRegistry {
             shared: Arc::new(Shared {
-                clock: Box::new(clock),
-                state: Mutex::new(State {
-                    marker_unix_millis: None,
-                    began_unix_millis: 0,
-                    records: BTreeMap::new(),
-                    reachable: true,
-                }),
+                // Relaxed: only the number's uniqueness matters.
+                server: SERVERS.fetch_add(1, Ordering::Relaxed),
+                state: Mutex::new(state),
             }),
         }
     }
@@ -92,14 +101,61 @@ impl MemoryRegistry {
         let now = self.now_ceil_ms();
         let mut state = self.state();
         state.records.clear();
-        state.marker_unix_millis = None;
+        state.marker = None;
         state.began_unix_millis = now;
+    }
+
+    /// A copy of this registry's data as it stands now, answering as
+    /// another server: a replica whose replication stops here, which a
+    /// failover then promotes. It holds every record written so far and
+    /// none written after; the marker it copied is not in force on it (a
+    /// promotion is a change of history, which the registry detects), so
+    /// its first acquisition writes a new marker, no earlier than the
+    /// moment it does and later than the old one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use flakegen::{Builder, IdGenerator, lease::{Lease, MemoryRegistry}};
+    ///
+    /// let primary = MemoryRegistry::new();
+    /// let lease = |registry| Lease::new(registry, "orders").ttl(Duration::from_millis(300)).skew(Duration::from_millis(100));
+    /// let a = Builder::new().lease(lease(primary.clone())).build_atomic()?;
+    /// let replica = primary.replica();
+    /// // The primary goes on renewing a's lease, and the replica misses it.
+    /// std::thread::sleep(Duration::from_millis(150));
+    /// let confirmed = a.lease().unwrap().fence;
+    /// // The replica is promoted: b leases the same id from it, and its
+    /// // IDs start past every fence the old primary confirmed.
+    /// let b = Builder::new().lease(lease(replica)).build_atomic()?;
+    /// assert_eq!(b.worker(), a.worker());
+    /// let id = b.next_id()?;
+    /// assert!(b.layout().time_of(b.layout().decode(id)?.timestamp) >= confirmed);
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub fn replica(&self) -> MemoryRegistry {
+        let state = self.state();
+        MemoryRegistry::with_state(State {
+            marker: state.marker,
+            began_unix_millis: state.began_unix_millis,
+            records: state.records.clone(),
+            reachable: true,
+        })
     }
 
     /// Makes every call fail as [`LeaseError::Unreachable`] (`false`), or
     /// answer again (`true`), as a partition would.
     pub fn set_reachable(&self, reachable: bool) {
         self.state().reachable = reachable;
+    }
+
+    /// The marker in force on this server, if any.
+    fn marker(&self, state: &State) -> Option<u64> {
+        state
+            .marker
+            .filter(|m| m.server == self.shared.server)
+            .map(|m| m.unix_millis)
     }
 
     /// The record of `worker` in `namespace`, if any.
@@ -119,11 +175,11 @@ impl MemoryRegistry {
     }
 
     fn now_ms(&self) -> u64 {
-        floor_millis(self.shared.clock.unix_nanos())
+        floor_millis(SystemClock.unix_nanos())
     }
 
     fn now_ceil_ms(&self) -> u64 {
-        ceil_millis(self.shared.clock.unix_nanos())
+        ceil_millis(SystemClock.unix_nanos())
     }
 
     /// The state, if the registry answers.
@@ -140,6 +196,13 @@ impl MemoryRegistry {
     }
 }
 
+/// A marker, and the server it was written on.
+#[derive(Clone, Copy, Debug)]
+struct Marker {
+    unix_millis: u64,
+    server: u64,
+}
+
 impl Default for MemoryRegistry {
     fn default() -> Self {
         Self::new()
@@ -150,7 +213,7 @@ impl fmt::Debug for MemoryRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.state();
         f.debug_struct("MemoryRegistry")
-            .field("marker_ms", &state.marker_unix_millis)
+            .field("marker_ms", &self.marker(&state))
             .field("records", &state.records.len())
             .finish_non_exhaustive()
     }
@@ -174,7 +237,7 @@ impl Registry for MemoryRegistry {
             .map(|(_, r)| r.clone())
             .collect();
         // The lowest id with no record under the marker in force.
-        let marker = state.marker_unix_millis;
+        let marker = self.marker(&state);
         let mut fresh = 0;
         for record in records
             .iter()
@@ -194,24 +257,23 @@ impl Registry for MemoryRegistry {
         })
     }
 
-    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
-        let Snapshot {
-            server_unix_millis,
-            marker_unix_millis,
-            records,
-            ..
-        } = self.read(namespace, u64::MAX, None)?;
-        Ok(Listing {
-            server_unix_millis,
-            marker_unix_millis,
-            records,
-        })
-    }
-
     fn mark(&self, _namespace: &str) -> Result<u64, LeaseError> {
+        let now = self.now_ceil_ms();
         let mut state = self.answer()?;
-        let began = state.began_unix_millis;
-        Ok(*state.marker_unix_millis.get_or_insert(began))
+        if let Some(marker) = self.marker(&state) {
+            return Ok(marker);
+        }
+        let unix_millis = match state.marker {
+            // Another server's: its history may hold writes this one never
+            // had. Never earlier than now, nor than the marker it replaces.
+            Some(old) => now.max(old.unix_millis + 1),
+            None => state.began_unix_millis,
+        };
+        state.marker = Some(Marker {
+            unix_millis,
+            server: self.shared.server,
+        });
+        Ok(unix_millis)
     }
 
     fn swap(
@@ -225,7 +287,7 @@ impl Registry for MemoryRegistry {
         let mut state = self.answer()?;
         let key = (namespace.to_owned(), worker);
         let found = state.records.get(&key).map(|r| r.version);
-        if state.marker_unix_millis != Some(expect.marker_unix_millis) || found != expect.version {
+        if self.marker(&state) != Some(expect.marker_unix_millis) || found != expect.version {
             return Ok(None);
         }
         let stored = Record {
@@ -242,5 +304,37 @@ impl Registry for MemoryRegistry {
         };
         state.records.insert(key, stored);
         Ok(Some(server_unix_millis))
+    }
+
+    fn inspect(&self) -> Option<&dyn Inspect> {
+        Some(self)
+    }
+}
+
+impl Inspect for MemoryRegistry {
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        let Snapshot {
+            server_unix_millis,
+            marker_unix_millis,
+            records,
+            ..
+        } = self.read(namespace, u64::MAX, None)?;
+        Ok(Listing {
+            server_unix_millis,
+            marker_unix_millis,
+            records,
+        })
+    }
+
+    fn namespaces(&self) -> Result<Vec<String>, LeaseError> {
+        let state = self.answer()?;
+        let mut namespaces: Vec<String> = state.records.keys().map(|(ns, _)| ns.clone()).collect();
+        namespaces.dedup();
+        Ok(namespaces)
+    }
+
+    fn survey(&self) -> Result<Survey, LeaseError> {
+        drop(self.answer()?);
+        Ok(Survey::new(Transport::InProcess, Vec::new()))
     }
 }

@@ -4,8 +4,8 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::backend::LeaseError;
 use super::claim::Claim;
-use super::error::LeaseError;
 use super::slot::Slot;
 use crate::clock::Clock;
 use crate::clock::units::floor_millis;

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ErrorKind, RedisError, Script, TlsCertificates, Value};
 
-use super::backend::{Expect, Listing, NewRecord, Record, Registry, Snapshot};
-use super::error::LeaseError;
-use super::error::said;
 use super::remote::{Connected, Failure, Remote};
 use super::tls;
+use super::{
+    Caveat, Expect, Inspect, LeaseError, Listing, NewRecord, Record, Registry, Severity, Snapshot,
+    Survey, Transport, Verified, said,
+};
 
 /// Worker-id leases kept in Redis: a hash per worker id and a marker per
 /// namespace.
@@ -18,7 +19,6 @@ use super::tls;
 /// ```text
 /// flakegen:{<namespace>}:marker     string: <run_id>:<ms>, when the data began (server clock)
 /// flakegen:{<namespace>}:w:<id>     hash: holder, version, marker, expires, fence
-/// flakegen:{<namespace>}:era        string: the marker (ms) the index below counts under
 /// flakegen:{<namespace>}:free       sorted set: free ids by fence
 /// flakegen:{<namespace>}:held       sorted set: held ids by expiry
 /// flakegen:{<namespace>}:recorded   bitmap: the ids with a record under the marker
@@ -27,14 +27,12 @@ use super::tls;
 /// Each step is a Lua script, which Redis runs atomically, and expiry is
 /// judged by the server's `TIME`. A [`swap`](Registry::swap) compares the
 /// marker and the record's version and writes in one script: it holds no
-/// policy, and files the record in the index. A read finds what an
+/// policy, and files the record in the index, which counts under the
+/// marker in force (a new marker starts an empty one). A read finds what an
 /// acquisition chooses from through the index, in a bounded number of
 /// steps whatever the size of the id space or the number of records: the
 /// free id with the earliest fence, expired holders (16 per read), and the
-/// lowest id never recorded (`BITPOS`). A namespace an older flakegen wrote
-/// has records but no index: reads file them, 64 per read, and say so
-/// ([`Snapshot::more`](super::backend::Snapshot::more)), so the first
-/// acquisitions after an upgrade read a few times more. Ids must fit a
+/// lowest id never recorded (`BITPOS`). Ids must fit a
 /// Redis bitmap: worker fields up to 32 bits. A namespace's keys share a
 /// hash tag, so Redis Cluster keeps them on one shard. Every call,
 /// connecting included, finishes or fails within
@@ -90,32 +88,31 @@ macro_rules! lua_server {
 }
 
 /// The namespace's index, for the scripts that keep it: `index(id, holder,
-/// expires, fence)` files a record written under the marker the index
-/// counts under (KEYS[2]..KEYS[5]: era, free, held, recorded). Members are
-/// zero-padded ids, so ties in a sorted set order as numbers.
+/// expires, fence)` files a record written under the marker in force
+/// (KEYS[2]..KEYS[4]: free, held, recorded). Members are zero-padded ids,
+/// so ties in a sorted set order as numbers.
 macro_rules! lua_index {
     () => {
         "local function member(id) return string.format('%020d', id) end\n\
          local function index(id, holder, expires, fence)\n\
-           redis.call('SETBIT', KEYS[5], id, 1)\n\
+           redis.call('SETBIT', KEYS[4], id, 1)\n\
            if holder == '' then\n\
-             redis.call('ZREM', KEYS[4], member(id))\n\
-             redis.call('ZADD', KEYS[3], fence, member(id))\n\
-           else\n\
              redis.call('ZREM', KEYS[3], member(id))\n\
-             redis.call('ZADD', KEYS[4], expires, member(id))\n\
+             redis.call('ZADD', KEYS[2], fence, member(id))\n\
+           else\n\
+             redis.call('ZREM', KEYS[2], member(id))\n\
+             redis.call('ZADD', KEYS[3], expires, member(id))\n\
            end\n\
          end\n"
     };
 }
 
-/// KEYS: marker, era, free, held, recorded. ARGV: record key prefix,
-/// workers, preferred id ('' for none). Returns `{now, marker or '', fresh
-/// or -1, more, [worker, holder, version, marker, expires, fence]...}`.
+/// KEYS: marker, free, held, recorded. ARGV: record key prefix, workers,
+/// preferred id ('' for none). Returns `{now, marker or '', fresh or -1,
+/// 0, [worker, holder, version, marker, expires, fence]...}`.
 ///
 /// Bounded: a slice of expired holders moved to `free`, the `free` head,
-/// one `BITPOS`, and a slice of records an older flakegen wrote without
-/// the index.
+/// and one `BITPOS` for the lowest id never recorded under the marker.
 const READ: &str = concat!(
     lua_server!(),
     lua_index!(),
@@ -150,13 +147,8 @@ if marker == '' then
   list(0, record(0))
   return out
 end
-if redis.call('GET', KEYS[2]) ~= marker then
-  -- An index of an older marker, or none (an older flakegen's namespace).
-  redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5])
-  redis.call('SET', KEYS[2], marker)
-end
 -- Holders whose lease expired are free: a slice per read.
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0, 16)) do
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 16)) do
   local n = tonumber(id)
   local r = record(n)
   if r[3] == marker then
@@ -166,32 +158,18 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now, 'LIMIT', 0
       index(n, r[1], tonumber(r[4]), tonumber(r[5]))
     end
   else
-    redis.call('ZREM', KEYS[4], id)
+    redis.call('ZREM', KEYS[3], id)
   end
 end
-for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, 3)) do
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, 3)) do
   local n = tonumber(id)
   list(n, record(n))
 end
--- The fresh id; records of the marker the index lacks are filed on the way.
-local fresh = redis.call('BITPOS', KEYS[5], 0)
-local steps = 0
-while fresh < workers do
-  local r = record(fresh)
-  if r[3] ~= marker then
-    list(fresh, r)
-    out[3] = fresh
-    break
-  end
-  local holder, expires = r[1] or '', tonumber(r[4]) or 0
-  if holder ~= '' and expires <= now then holder = '' end
-  index(fresh, holder, expires, tonumber(r[5]) or 0)
-  steps = steps + 1
-  if steps == 64 then
-    out[4] = 1
-    break
-  end
-  fresh = redis.call('BITPOS', KEYS[5], 0, math.floor(fresh / 8))
+-- The fresh id, with its record from before the marker if it has one.
+local fresh = redis.call('BITPOS', KEYS[4], 0)
+if fresh < workers then
+  out[3] = fresh
+  list(fresh, record(fresh))
 end
 return out
 "#
@@ -211,8 +189,8 @@ return {now, ''}
 "#
 );
 
-/// KEYS: marker, era, free, held, recorded. Returns the marker in force,
-/// in ms, writing one (and starting an empty index under it) if need be.
+/// KEYS: marker, free, held, recorded. Returns the marker in force, in ms,
+/// writing one (and starting an empty index under it) if need be.
 const MARK: &str = concat!(
     lua_server!(),
     r#"
@@ -232,33 +210,30 @@ else
 end
 local text = string.format('%.0f', began)
 redis.call('SET', KEYS[1], run .. ':' .. text)
-redis.call('UNLINK', KEYS[3], KEYS[4], KEYS[5])
-redis.call('SET', KEYS[2], text)
+redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
 return text
 "#
 );
 
-/// KEYS: marker, era, free, held, recorded, record. ARGV: expected marker
-/// ms, expected version ('' for no record), holder, version, ttl ms, fence
-/// ms, worker id. Returns `now`, or nil.
+/// KEYS: marker, free, held, recorded, record. ARGV: expected marker ms,
+/// expected version ('' for no record), holder, version, ttl ms, fence ms,
+/// worker id. Returns `now`, or nil.
 const SWAP: &str = concat!(
     lua_server!(),
     lua_index!(),
     r#"
 if redis.call('GET', KEYS[1]) ~= run .. ':' .. ARGV[1] then return false end
 if ARGV[2] == '' then
-  if redis.call('EXISTS', KEYS[6]) == 1 then return false end
-elseif redis.call('HGET', KEYS[6], 'version') ~= ARGV[2] then
+  if redis.call('EXISTS', KEYS[5]) == 1 then return false end
+elseif redis.call('HGET', KEYS[5], 'version') ~= ARGV[2] then
   return false
 end
 local ttl = tonumber(ARGV[5])
 local expires = 0
 if ttl > 0 then expires = now + ttl end
-redis.call('HSET', KEYS[6], 'holder', ARGV[3], 'version', ARGV[4], 'marker', ARGV[1],
+redis.call('HSET', KEYS[5], 'holder', ARGV[3], 'version', ARGV[4], 'marker', ARGV[1],
   'expires', string.format('%.0f', expires), 'fence', ARGV[6])
-if redis.call('GET', KEYS[2]) == ARGV[1] then
-  index(tonumber(ARGV[7]), ARGV[3], expires, tonumber(ARGV[6]))
-end
+index(tonumber(ARGV[7]), ARGV[3], expires, tonumber(ARGV[6]))
 return now
 "#
 );
@@ -441,17 +416,14 @@ impl RedisRegistry {
     }
 }
 
-/// A namespace's keys: the marker, then its index (the marker it counts
-/// under, the free records by fence, the held ones by expiry, the recorded
-/// ids), then the prefix of its records. A namespace with a brace would
+/// A namespace's keys: the marker, then its index (the free records by
+/// fence, the held ones by expiry, the recorded ids), then the prefix of
+/// its records. A namespace with a brace would
 /// move the keys' hash tag.
-fn keys(namespace: &str) -> Result<([String; 5], String), LeaseError> {
-    super::backend::check_namespace(namespace)?;
+fn keys(namespace: &str) -> Result<([String; 4], String), LeaseError> {
+    super::check_namespace(namespace)?;
     let key = |name: &str| format!("flakegen:{{{namespace}}}:{name}");
-    Ok((
-        ["marker", "era", "free", "held", "recorded"].map(key),
-        key("w:"),
-    ))
+    Ok((["marker", "free", "held", "recorded"].map(key), key("w:")))
 }
 
 /// A reply item as a number: an integer, or a string of digits; `None` for
@@ -505,7 +477,6 @@ impl Registry for RedisRegistry {
             Value::Int(-1) => None,
             other => Some(number(other).ok().flatten().ok_or_else(corrupt)?),
         };
-        let more = number(&head[3]).ok().flatten().ok_or_else(corrupt)? != 0;
         let mut records = Vec::with_capacity(rest.len() / 6);
         for fields in rest.chunks(6) {
             let [worker, record @ ..] = fields else {
@@ -519,10 +490,55 @@ impl Registry for RedisRegistry {
             marker_unix_millis,
             records,
             fresh,
-            more,
+            more: false,
         })
     }
 
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+        let (index, _) = keys(namespace)?;
+        let reply = self.invoke(&self.mark.key(&index))?;
+        number(&reply)
+            .ok()
+            .flatten()
+            .ok_or_else(|| self.corrupt(&reply))
+    }
+
+    fn swap(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        record: &NewRecord<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        let (index, prefix) = keys(namespace)?;
+        let version = expect.version.map_or(String::new(), |v| v.to_string());
+        let mut invocation = self.swap.key(&index);
+        invocation
+            .key(format!("{prefix}{worker}"))
+            .arg(expect.marker_unix_millis)
+            .arg(version)
+            .arg(record.holder)
+            .arg(record.version)
+            .arg(record.ttl_millis)
+            .arg(record.fence_unix_millis)
+            .arg(worker);
+        let reply = self.invoke(&invocation)?;
+        match reply {
+            Value::Nil => Ok(None),
+            ref other => number(other)
+                .ok()
+                .flatten()
+                .map(Some)
+                .ok_or_else(|| self.corrupt(&reply)),
+        }
+    }
+
+    fn inspect(&self) -> Option<&dyn Inspect> {
+        Some(self)
+    }
+}
+
+impl Inspect for RedisRegistry {
     fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
         let (index, prefix) = keys(namespace)?;
         let head = self.invoke(&self.head.key(&index[0]))?;
@@ -594,43 +610,120 @@ impl Registry for RedisRegistry {
         })
     }
 
-    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
-        let (index, _) = keys(namespace)?;
-        let reply = self.invoke(&self.mark.key(&index))?;
-        number(&reply)
-            .ok()
-            .flatten()
-            .ok_or_else(|| self.corrupt(&reply))
+    fn namespaces(&self) -> Result<Vec<String>, LeaseError> {
+        // A namespace has a marker once anything leased in it.
+        let keys = self.run(|mut connection| async move {
+            let scanned = async {
+                let mut cursor = 0u64;
+                let mut found: Vec<String> = Vec::new();
+                loop {
+                    let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                        .arg(cursor)
+                        .arg("MATCH")
+                        .arg("flakegen:{*}:marker")
+                        .arg("COUNT")
+                        .arg(1000)
+                        .query_async(&mut connection)
+                        .await?;
+                    found.extend(keys);
+                    if next == 0 {
+                        return Ok(found);
+                    }
+                    cursor = next;
+                }
+            }
+            .await;
+            (connection, scanned)
+        })?;
+        let mut namespaces: Vec<String> = keys
+            .iter()
+            .filter_map(|k| k.strip_prefix("flakegen:{")?.strip_suffix("}:marker"))
+            .map(str::to_owned)
+            .collect();
+        namespaces.sort();
+        Ok(namespaces)
     }
 
-    fn swap(
-        &self,
-        namespace: &str,
-        worker: u64,
-        expect: Expect,
-        record: &NewRecord<'_>,
-    ) -> Result<Option<u64>, LeaseError> {
-        let (index, prefix) = keys(namespace)?;
-        let version = expect.version.map_or(String::new(), |v| v.to_string());
-        let mut invocation = self.swap.key(&index);
-        invocation
-            .key(format!("{prefix}{worker}"))
-            .arg(expect.marker_unix_millis)
-            .arg(version)
-            .arg(record.holder)
-            .arg(record.version)
-            .arg(record.ttl_millis)
-            .arg(record.fence_unix_millis)
-            .arg(worker);
-        let reply = self.invoke(&invocation)?;
-        match reply {
-            Value::Nil => Ok(None),
-            ref other => number(other)
-                .ok()
-                .flatten()
-                .map(Some)
-                .ok_or_else(|| self.corrupt(&reply)),
+    fn survey(&self) -> Result<Survey, LeaseError> {
+        let (replication, memory): (String, String) = self.run(|mut connection| async move {
+            let info = async {
+                let replication: String = redis::cmd("INFO")
+                    .arg("replication")
+                    .query_async(&mut connection)
+                    .await?;
+                let memory: String = redis::cmd("INFO")
+                    .arg("memory")
+                    .query_async(&mut connection)
+                    .await?;
+                Ok((replication, memory))
+            }
+            .await;
+            (connection, info)
+        })?;
+        let field = |info: &str, name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+                .map(|v| v.trim().to_owned())
+        };
+        let info = self.client.get_connection_info();
+        let transport = match &info.addr {
+            redis::ConnectionAddr::TcpTls { insecure: true, .. } => {
+                Transport::Tls(Verified::Nothing)
+            }
+            redis::ConnectionAddr::TcpTls { .. } => Transport::Tls(Verified::Full),
+            _ => Transport::Plain,
+        };
+        let mut caveats = vec![Caveat {
+            topic: "durability",
+            setting: "every restart of the server is a detected loss".to_owned(),
+            severity: Severity::Note,
+            advice: "whatever the persistence, generators wait the TTL and the skew allowance \
+                     after a restart, then lease again by themselves"
+                .to_owned(),
+        }];
+        if let Some(policy) =
+            field(&memory, "maxmemory_policy").filter(|p| p.starts_with("allkeys-"))
+        {
+            caveats.push(Caveat {
+                topic: "eviction",
+                setting: format!("maxmemory-policy {policy}"),
+                severity: Severity::Danger,
+                advice: "Redis may evict lease records, which would let two holders share an \
+                         id; generators are refused: set maxmemory-policy to noeviction"
+                    .to_owned(),
+            });
         }
+        let role = field(&replication, "role").unwrap_or_default();
+        let replicas: u64 = field(&replication, "connected_slaves")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        caveats.push(if role == "slave" {
+            Caveat {
+                topic: "topology",
+                setting: format!(
+                    "a replica of {}:{}",
+                    field(&replication, "master_host").unwrap_or_default(),
+                    field(&replication, "master_port").unwrap_or_default()
+                ),
+                severity: Severity::Danger,
+                advice: "generators cannot lease here (it takes no writes): point them at the \
+                         primary, through an address that follows a failover"
+                    .to_owned(),
+            }
+        } else {
+            Caveat {
+                topic: "topology",
+                setting: format!("a primary with {replicas} replica(s)"),
+                severity: Severity::Note,
+                advice: "a failover to a replica (Sentinel, or REPLICAOF NO ONE) is a detected \
+                         loss (another server process), whether it missed the last renewals \
+                         or not: generators wait the TTL and the skew allowance, then lease \
+                         again by themselves. Clients must follow the failover (an address \
+                         that moves)"
+                    .to_owned(),
+            }
+        });
+        Ok(Survey::new(transport, caveats))
     }
 }
 
@@ -642,7 +735,7 @@ mod tests {
     fn a_namespace_keeps_its_keys_on_one_cluster_slot() {
         let (index, prefix) = keys("orders").unwrap();
         assert_eq!(index[0], "flakegen:{orders}:marker");
-        assert_eq!(index[4], "flakegen:{orders}:recorded");
+        assert_eq!(index[3], "flakegen:{orders}:recorded");
         assert_eq!(prefix, "flakegen:{orders}:w:");
     }
 

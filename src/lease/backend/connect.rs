@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use super::backend::Registry;
-use super::error::LeaseError;
+use super::LeaseError;
+use super::Registry;
 
 /// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
 /// with the `postgres` feature, `mysql://` (MySQL or MariaDB) with the
@@ -43,9 +43,9 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
             feature: "redis",
         }),
         #[cfg(feature = "mysql")]
-        "mysql" => Ok(Arc::new(super::MysqlRegistry::new(url)?)),
+        "mysql" | "mariadb" => Ok(Arc::new(super::MysqlRegistry::new(url)?)),
         #[cfg(not(feature = "mysql"))]
-        "mysql" => Err(LeaseError::FeatureOff {
+        "mysql" | "mariadb" => Err(LeaseError::FeatureOff {
             scheme,
             feature: "mysql",
         }),

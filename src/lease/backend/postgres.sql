@@ -1,6 +1,7 @@
 CREATE TABLE IF NOT EXISTS flakegen_leases (
     namespace  text   NOT NULL,
-    -- The worker id; -1 is the table's marker row (namespace '').
+    -- The worker id; -1 is the table's sentinel row (namespace ''), -2 a
+    -- namespace's cursor row.
     worker     bigint NOT NULL,
     -- The holder's token; NULL when nobody holds it.
     holder     text,
@@ -10,8 +11,7 @@ CREATE TABLE IF NOT EXISTS flakegen_leases (
     marker_ms  bigint NOT NULL DEFAULT 0,
     -- When the lease expires, by the server's clock (ms since 1970).
     expires_ms bigint NOT NULL DEFAULT 0,
-    -- The fence (ms since 1970): the holders' IDs are all earlier. In the
-    -- marker row: when the table's data began.
+    -- The fence (ms since 1970): the holders' IDs are all earlier.
     fence_ms   bigint NOT NULL,
     PRIMARY KEY (namespace, worker)
 );

@@ -15,8 +15,8 @@ use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinHandle;
 
 use super::DEFAULT_TIMEOUT;
-use super::error::LeaseError;
-use super::error::said;
+use super::LeaseError;
+use super::said;
 
 /// A connection and the task that drives it, if it has one.
 pub(crate) struct Connected<C> {

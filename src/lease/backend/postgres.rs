@@ -9,36 +9,56 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::DEFAULT_TIMEOUT;
-use super::backend::{
-    Caveat, Crash, Expect, Listing, NewRecord, Record, Registry, Snapshot, signed,
-};
-use super::error::LeaseError;
 use super::remote::{Connected, Failure, Remote};
 use super::tls::{self, Verify};
+use super::{
+    Caveat, DEFAULT_TIMEOUT, Expect, Inspect, LeaseError, Listing, NewRecord, Record, Registry,
+    Severity, Snapshot, Survey, Transport, Verified, signed,
+};
 
-/// Worker-id leases kept in a PostgreSQL table, `flakegen_leases`, which is
-/// created on first use.
+/// Worker-id leases kept in a PostgreSQL table, `flakegen_leases`, with
+/// its marker in a table beside it, `flakegen_marker`; both are created on
+/// first use.
 ///
 /// Each step is one statement, and expiry is judged by the server's clock
 /// (`clock_timestamp()`). A [`swap`](Registry::swap) is an `UPDATE` (or an
 /// `INSERT … ON CONFLICT DO NOTHING`) that matches the record's version and
 /// holds the marker row with `FOR SHARE`, so it is a compare-and-set that a
-/// `TRUNCATE` cannot slip into. Every call, connecting included, finishes or
+/// loss cannot slip into. Every call, connecting included, finishes or
 /// fails within [`DEFAULT_TIMEOUT`] on the client. A broken connection is
-/// opened again on the next call.
+/// opened again on the next call. Leases need the primary: a connection
+/// that finds a standby is refused ([`LeaseError::ReadOnly`]).
 ///
 /// # What counts as a loss
 ///
-/// The marker is the row `('', -1)`: when the table's data began. `TRUNCATE`
-/// removes it with the rest, and the next acquisition writes a new one (the
-/// server's clock, rounded up), so a truncated table is safe, at the price of
-/// one TTL and skew of waiting. A table flakegen creates starts at 0:
-/// nothing can have been lost. Not detected, so never done under running
-/// generators: deleting some rows but not the marker, dropping the table
-/// (the new one starts at 0), or restoring it from a backup. After any of
-/// those, delete the marker row (`DELETE FROM flakegen_leases WHERE worker = -1`)
-/// before a generator starts.
+/// The marker is one row of `flakegen_marker`: the moment the lease
+/// table's data began, and a stamp of the history it vouches for, as the
+/// server names it: the cluster's system identifier, its timeline, the
+/// lease table's oid, and the token of the table's sentinel row (`worker`
+/// -1, written with the table). Every statement compares the stamp with
+/// the server's own, so a marker whose history changed is void at once,
+/// and the next acquisition writes a new one (the server's clock, rounded
+/// up, and later than the old one). Each of these changes the stamp, and is
+/// a detected loss that costs the first TTL and skew after it a wait:
+///
+/// - a **failover**: a promoted standby starts a new timeline, whether it
+///   missed the last renewals or not (a synchronous standby too: flakegen
+///   cannot prove from the server that every renewal reached it, so it
+///   pays the pause rather than trust it);
+/// - a **restore** to a point in time (a new timeline), or into another
+///   cluster (another system identifier), or a `pg_dump` restored (a new
+///   table);
+/// - `TRUNCATE`, or a `DELETE` of every row (the sentinel goes);
+/// - a **dropped** and re-created table, whoever creates it (a new oid; the
+///   marker row stays in its own table, so the new table is not taken for
+///   a new install).
+///
+/// Not detected, so never done under running generators: deleting some
+/// rows by hand, but not the sentinel; dropping both tables (the next start
+/// is a new install); restoring a physical backup as a cluster that keeps
+/// its timeline (start it with `recovery.signal`, which opens a new one).
+/// After any of those, delete the marker row (`DELETE FROM
+/// flakegen_marker`) before a generator starts.
 ///
 /// A restart or a crash of the server is no loss when its commits are
 /// durable. A server whose `synchronous_commit` is `off` would forget its
@@ -47,23 +67,21 @@ use super::tls::{self, Verify};
 /// show it; so the registry's sessions set it to `local` (a session setting,
 /// which a pooler in transaction mode does not keep). With `fsync = off` a
 /// crash of the machine forgets them too: keep it on where generators
-/// lease. [`Registry::caveats`] (`flakegen leases check`) reports both.
+/// lease. [`Inspect::survey`] (`flakegen leases check`) reports both, and
+/// the replication around the server.
 ///
 /// A read finds what an acquisition chooses from through two partial
 /// indexes (the free records by fence, the held ones by expiry) and a
 /// cursor row per namespace (`worker` -2), from which it looks for the
 /// lowest id with no record a slice of 256 ids at a time: its cost does not
-/// grow with the id space or with the records kept. An older flakegen's
-/// table gets the indexes on first use (the role then needs the right to
-/// create them, once).
+/// grow with the id space or with the records kept.
 ///
-/// For teams that run migrations themselves, the table and its indexes are
+/// For teams that run migrations themselves, the tables and indexes are
 /// [`Self::DDL`], followed once by [`Self::NEW_TABLE_MARKER`]:
 ///
 /// ```sql
 #[doc = include_str!("postgres.sql")]
-/// INSERT INTO flakegen_leases (namespace, worker, fence_ms) VALUES ('', -1, 0)
-///     ON CONFLICT DO NOTHING;
+#[doc = include_str!("postgres_marker.sql")]
 /// ```
 ///
 /// # Examples
@@ -79,7 +97,16 @@ pub struct PostgresRegistry {
     config: Config,
     /// `None` for `sslmode=disable`.
     tls: Option<MakeRustlsConnect>,
-    remote: Remote<Arc<Client>>,
+    /// How much of the server's certificate the TLS configuration checks.
+    verified: Verified,
+    remote: Remote<Session>,
+}
+
+/// A connection, and whether it was made ready to lease on: the server
+/// found to be a primary, and the tables there.
+struct Session {
+    client: Arc<Client>,
+    ready: bool,
 }
 
 /// The server's clock in ms, rounded down: expiry is judged no later than it is.
@@ -88,23 +115,49 @@ const NOW_MS: &str = "floor(extract(epoch from clock_timestamp()) * 1000)::bigin
 /// The server's clock in ms, rounded up: a marker is never earlier than the loss.
 const CEIL_NOW_MS: &str = "ceil(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
+/// What the marker vouches for, as the server names its history now: the
+/// cluster's system identifier, its timeline (from the name of the WAL file
+/// it writes to; `standby` while in recovery), the lease table (its oid,
+/// which a new table changes) and the token of the table's sentinel row
+/// (`worker` -1), which `TRUNCATE` or a `DELETE` of every row takes away.
+/// Refers to the lease table: only in statements that know it exists.
+macro_rules! stamp {
+    () => {
+        "((SELECT system_identifier FROM pg_control_system())::text || '/' || \
+          CASE WHEN pg_is_in_recovery() THEN 'standby' \
+               ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END || '/' || \
+          coalesce(to_regclass('flakegen_leases')::oid::text, 'none') || '/' || \
+          coalesce((SELECT holder FROM flakegen_leases WHERE namespace = '' AND worker = -1), 'none'))"
+    };
+}
+/// Writes the table's sentinel row where it is missing, with a token no
+/// other table had: a table's data begins with it.
+macro_rules! sentinel {
+    () => {
+        "INSERT INTO flakegen_leases (namespace, worker, holder, fence_ms) \
+         VALUES ('', -1, md5(random()::text || clock_timestamp()::text), 0) ON CONFLICT DO NOTHING"
+    };
+}
+const STAMP: &str = stamp!();
+
 /// How many ids a read looks through, at most, for the fresh one. The
 /// namespace's cursor row (`worker` -2: `fence_ms` the cursor, `marker_ms`
 /// the marker it counts under) keeps how far earlier reads got: every id
 /// below it has a record under that marker, so each id is looked at once
 /// per marker. One slice is a range scan of the primary key and a set
-/// difference, a fraction of a millisecond; an older flakegen's records,
-/// which moved no cursor, are passed a slice per read (`Snapshot::more`).
+/// difference, a fraction of a millisecond; a slice with no gap (more
+/// acquisitions came between two reads than it holds) moves the cursor
+/// past it, and says so (`Snapshot::more`).
 const FRESH_SLICE: i64 = 256;
 
-/// The server's clock, the marker, and the fresh id: the lowest id at or
-/// past the namespace's cursor, within a slice, with no record under the
-/// marker; the cursor moves there (or past the slice). `$1` namespace, `$2`
-/// workers.
+/// The server's clock, the marker in force, and the fresh id: the lowest
+/// id at or past the namespace's cursor, within a slice, with no record
+/// under the marker; the cursor moves there (or past the slice). `$1`
+/// namespace, `$2` workers.
 static FRESH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "WITH m AS (SELECT (SELECT fence_ms FROM flakegen_leases \
-                            WHERE namespace = '' AND worker = -1) AS marker), \
+        "WITH m AS (SELECT (SELECT marker_ms FROM flakegen_marker \
+                            WHERE stamp = {STAMP}) AS marker), \
            slice AS (SELECT c.start, least(c.start + {FRESH_SLICE}, $2) AS stop FROM \
              (SELECT coalesce((SELECT l.fence_ms FROM flakegen_leases l, m \
                WHERE l.namespace = $1 AND l.worker = -2 AND l.marker_ms = m.marker), 0) \
@@ -148,32 +201,50 @@ const CANDIDATES: &str = "\
      FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
        AND worker IN ($5, $6))";
 
-/// The marker row, locked against a concurrent delete while a swap checks it.
-const MARKER_HELD: &str = "SELECT 1 FROM flakegen_leases \
-     WHERE namespace = '' AND worker = -1 AND fence_ms = $3 FOR SHARE";
+/// The marker row at `$3` and in force, locked against a new marker while a
+/// swap checks it (a `TRUNCATE` waits for the swap's lock on the table).
+static MARKER_HELD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("SELECT 1 FROM flakegen_marker WHERE marker_ms = $3 AND stamp = {STAMP} FOR SHARE")
+});
+
+/// The marker in force, if any.
+static MARKER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("(SELECT marker_ms FROM flakegen_marker WHERE stamp = {STAMP})")
+});
 
 impl PostgresRegistry {
-    /// The table the registry keeps leases in, created on first use.
-    pub const DDL: &'static str = include_str!("postgres.sql");
+    /// The tables the registry keeps leases and their marker in, created
+    /// on first use.
+    pub const DDL: &'static str = concat!(
+        include_str!("postgres.sql"),
+        include_str!("postgres_marker.sql")
+    );
 
-    /// Run once right after [`DDL`](Self::DDL) when creating the table by
+    /// Run once right after [`DDL`](Self::DDL) when creating the tables by
     /// hand: it records that the new table has lost nothing, so the first
     /// generators need not wait (see
-    /// [A registry that loses its data](super#a-registry-that-loses-its-data)).
-    /// Never run it on a table that had rows.
-    pub const NEW_TABLE_MARKER: &'static str = "INSERT INTO flakegen_leases (namespace, worker, fence_ms) VALUES ('', -1, 0) \
-         ON CONFLICT DO NOTHING";
+    /// [A registry that loses its data](crate::lease#a-registry-that-loses-its-data)).
+    /// It writes nothing where a marker row exists already: a table created
+    /// again after a drop is not new, and its generators wait.
+    pub const NEW_TABLE_MARKER: &'static str = concat!(
+        sentinel!(),
+        "; INSERT INTO flakegen_marker (marker_ms, stamp) VALUES (0, ",
+        stamp!(),
+        ") ON CONFLICT DO NOTHING"
+    );
 
     /// A registry at `url` (`postgres://user:password@host:port/database`).
     /// Nothing is sent until the first call.
     ///
-    /// TLS (rustls) as libpq takes it, in the URL's query: `sslmode=disable`,
-    /// `allow` or `prefer` (the default: TLS if the server offers it,
-    /// unverified), `require` (TLS, unverified; with a CA file, the chain is
-    /// verified), `verify-ca` (the chain), `verify-full` (the chain and the
-    /// host name); `sslrootcert=<PEM file>` names the CAs to trust, the
-    /// system's otherwise. A managed database wants
-    /// `?sslmode=verify-full&sslrootcert=/path/to/its-ca.pem`.
+    /// TLS (rustls) as libpq takes it, in the URL's query: `sslmode=disable`
+    /// (the default here, unlike libpq's), `require` (TLS, unverified; with
+    /// a CA file, the chain is verified), `verify-ca` (the chain),
+    /// `verify-full` (the chain and the host name); `sslrootcert=<PEM file>`
+    /// names the CAs to trust, the system's otherwise. A managed database
+    /// wants `?sslmode=verify-full&sslrootcert=/path/to/its-ca.pem`.
+    /// `prefer` and `allow` (libpq's default, TLS if the server offers it)
+    /// are refused: they fall back to plain text unseen, and leave the
+    /// certificate unchecked.
     ///
     /// # Errors
     ///
@@ -189,9 +260,17 @@ impl PostgresRegistry {
                 .map(|(_, v)| v.as_str())
         };
         let ca_file = param("sslrootcert").map(std::path::Path::new);
-        let (ssl_mode, verify) = match param("sslmode").unwrap_or("prefer") {
+        let (ssl_mode, verify) = match param("sslmode").unwrap_or("disable") {
             "disable" => (SslMode::Disable, None),
-            "allow" | "prefer" => (SslMode::Prefer, Some(Verify::Nothing)),
+            mode @ ("allow" | "prefer") => {
+                return Err(LeaseError::InvalidUrl {
+                    reason: format!(
+                        "sslmode={mode} would fall back to plain text unseen, with the \
+                         certificate unchecked: use sslmode=verify-full (with \
+                         sslrootcert=<CA file>), or sslmode=disable"
+                    ),
+                });
+            }
             // As libpq: with a CA file, `require` checks the chain.
             "require" if ca_file.is_some() => (SslMode::Require, Some(Verify::Chain)),
             "require" => (SslMode::Require, Some(Verify::Nothing)),
@@ -200,11 +279,15 @@ impl PostgresRegistry {
             other => {
                 return Err(LeaseError::InvalidUrl {
                     reason: format!(
-                        "sslmode={other} is none of disable, allow, prefer, require, \
-                         verify-ca, verify-full"
+                        "sslmode={other} is none of disable, require, verify-ca, verify-full"
                     ),
                 });
             }
+        };
+        let verified = match verify {
+            None | Some(Verify::Nothing) => Verified::Nothing,
+            Some(Verify::Chain) => Verified::Chain,
+            Some(Verify::Full) => Verified::Full,
         };
         let tls = verify
             .map(|verify| tls::client_config(verify, ca_file))
@@ -252,13 +335,36 @@ impl PostgresRegistry {
         Ok(PostgresRegistry {
             config,
             tls,
+            verified,
             remote: Remote::new(format!("{host}:{port}"))?,
         })
     }
 
-    /// Runs `call` with a connection, opening one (and creating the table)
-    /// first if need be.
+    /// Runs `call` with a connection ready to lease on (the server a
+    /// primary, the tables there), opening one first if need be.
     fn run<T, F>(&self, call: impl FnOnce(Arc<Client>) -> F + Send) -> Result<T, LeaseError>
+    where
+        T: Send,
+        F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
+    {
+        self.session(true, call)
+    }
+
+    /// Runs `call` with a connection as it is: for a look that writes
+    /// nothing, on a primary or a standby.
+    fn look<T, F>(&self, call: impl FnOnce(Arc<Client>) -> F + Send) -> Result<T, LeaseError>
+    where
+        T: Send,
+        F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
+    {
+        self.session(false, call)
+    }
+
+    fn session<T, F>(
+        &self,
+        ready: bool,
+        call: impl FnOnce(Arc<Client>) -> F + Send,
+    ) -> Result<T, LeaseError>
     where
         T: Send,
         F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
@@ -270,7 +376,7 @@ impl PostgresRegistry {
                     let (client, connection) = config.connect(tls.clone()).await?;
                     (
                         client,
-                        Remote::<Arc<Client>>::spawn(async move {
+                        Remote::<Session>::spawn(async move {
                             let _ = connection.await;
                         }),
                     )
@@ -279,7 +385,7 @@ impl PostgresRegistry {
                     let (client, connection) = config.connect(NoTls).await?;
                     (
                         client,
-                        Remote::<Arc<Client>>::spawn(async move {
+                        Remote::<Session>::spawn(async move {
                             let _ = connection.await;
                         }),
                     )
@@ -288,15 +394,24 @@ impl PostgresRegistry {
             // A renewal the server confirmed must outlive the server's
             // crash, whatever the server's default for other sessions.
             client.batch_execute(DURABLE_COMMITS).await?;
-            create_table(&client).await?;
             Ok(Connected {
-                client: Arc::new(client),
+                client: Session {
+                    client: Arc::new(client),
+                    ready: false,
+                },
                 driver: Some(driver),
             })
         };
-        let result = self.remote.run(open, |client| {
-            let call = call(Arc::clone(&client));
-            async move { (client, call.await) }
+        let address = &self.remote.address;
+        let result = self.remote.run(open, |mut session| async move {
+            if ready && !session.ready {
+                if let Err(e) = prepare(&session.client, address).await {
+                    return (session, Err(e));
+                }
+                session.ready = true;
+            }
+            let call = call(Arc::clone(&session.client));
+            (session, call.await)
         });
         result.map_err(|failure| failure.into_lease(&self.remote.address, |e| self.error(e)))
     }
@@ -337,6 +452,11 @@ impl PostgresRegistry {
             LeaseError::UnknownDatabase {
                 address,
                 database: self.config.get_dbname().unwrap_or("").to_owned(),
+            }
+        } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+            LeaseError::ReadOnly {
+                address,
+                role: format!("it said: {}", db.message()),
             }
         } else if *code == SqlState::CANNOT_CONNECT_NOW
             || *code == SqlState::ADMIN_SHUTDOWN
@@ -392,55 +512,51 @@ impl fmt::Debug for PostgresRegistry {
 const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'local', false) \
      WHERE current_setting('synchronous_commit') = 'off'";
 
-/// Creates the table if it is missing, and adds the columns an older
-/// flakegen's table lacks. A table created here is new, so its marker says
-/// nothing was lost; a table that exists without a marker lost its rows, and
-/// the next acquisition marks the moment.
-async fn create_table(client: &Client) -> Result<(), tokio_postgres::Error> {
+/// Makes a connection ready to lease on: the server must be the primary,
+/// and the tables are created if they are missing. Tables created here
+/// together are new, so their marker says nothing was lost; a lease table
+/// created where a marker row was left (it was dropped) is not, nor is a
+/// lease table without a marker.
+async fn prepare(client: &Client, address: &str) -> Result<(), Failure<tokio_postgres::Error>> {
+    let standby: bool = client
+        .query_one("SELECT pg_is_in_recovery()", &[])
+        .await?
+        .get(0);
+    if standby {
+        // Its writes fail, and its timeline changes when it is promoted:
+        // a session opened here is of no use to leasing.
+        return Err(Failure::Lease(LeaseError::ReadOnly {
+            address: address.to_owned(),
+            role: "a standby, in recovery".to_owned(),
+        }));
+    }
+    let present = "SELECT to_regclass('flakegen_leases') IS NOT NULL, \
+                   to_regclass('flakegen_marker') IS NOT NULL";
+    let row = client.query_one(present, &[]).await?;
+    let (leases, marker): (bool, bool) = (row.get(0), row.get(1));
+    if leases && marker {
+        return Ok(());
+    }
     client
         .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1593)")
         .await?;
     let done = async {
-        let existed: bool = client
-            .query_one("SELECT to_regclass('flakegen_leases') IS NOT NULL", &[])
-            .await?
-            .get(0);
-        if !existed {
-            client.batch_execute(PostgresRegistry::DDL).await?;
+        // Again, under the lock: another client may have created them.
+        let row = client.query_one(present, &[]).await?;
+        let (leases, marker): (bool, bool) = (row.get(0), row.get(1));
+        if !leases {
+            client.batch_execute(include_str!("postgres.sql")).await?;
+            client.batch_execute(sentinel!()).await?;
+        }
+        if !marker {
+            client
+                .batch_execute(include_str!("postgres_marker.sql"))
+                .await?;
+        }
+        if !leases && !marker {
             client
                 .batch_execute(PostgresRegistry::NEW_TABLE_MARKER)
                 .await?;
-        } else {
-            // A table an older flakegen created lacks the indexes reads use.
-            let indexed: bool = client
-                .query_one(
-                    "SELECT to_regclass('flakegen_leases_free') IS NOT NULL \
-                     AND to_regclass('flakegen_leases_held') IS NOT NULL",
-                    &[],
-                )
-                .await?
-                .get(0);
-            if !indexed {
-                client.batch_execute(PostgresRegistry::DDL).await?;
-            }
-            let missing: i64 = client
-                .query_one(
-                    "SELECT 2 - count(*) FROM information_schema.columns \
-                     WHERE table_name = 'flakegen_leases' AND column_name IN ('version', 'marker_ms') \
-                     AND table_schema = current_schema()",
-                    &[],
-                )
-                .await?
-                .get(0);
-            if missing > 0 {
-                client
-                    .batch_execute(
-                        "ALTER TABLE flakegen_leases \
-                         ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 0, \
-                         ADD COLUMN IF NOT EXISTS marker_ms bigint NOT NULL DEFAULT 0",
-                    )
-                    .await?;
-            }
         }
         client.batch_execute("COMMIT").await
     };
@@ -448,7 +564,7 @@ async fn create_table(client: &Client) -> Result<(), tokio_postgres::Error> {
         Ok(()) => Ok(()),
         Err(e) => {
             let _ = client.batch_execute("ROLLBACK").await;
-            Err(e)
+            Err(e.into())
         }
     }
 }
@@ -512,95 +628,35 @@ impl Registry for PostgresRegistry {
         })
     }
 
-    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
-        self.run(|client| async move {
-            let head = client
-                .query_one(
-                    &format!(
-                        "SELECT {NOW_MS} AS now_ms, (SELECT fence_ms FROM flakegen_leases \
-                         WHERE namespace = '' AND worker = -1) AS marker_ms"
-                    ),
-                    &[],
-                )
-                .await?;
-            let now: i64 = head.try_get("now_ms")?;
-            let marker: Option<i64> = head.try_get("marker_ms")?;
-            let rows = client
-                .query(
-                    "SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, \
-                     expires_ms, fence_ms FROM flakegen_leases \
-                     WHERE namespace = $1 AND worker >= 0 ORDER BY worker",
-                    &[&namespace],
-                )
-                .await?;
-            let mut records = Vec::with_capacity(rows.len());
-            for row in &rows {
-                records.push(self.record(row)?);
-            }
-            Ok(Listing {
-                server_unix_millis: u64::try_from(now).unwrap_or(0),
-                marker_unix_millis: marker
-                    .map(|m| {
-                        u64::try_from(m).map_err(|_| self.corrupt(format!("the marker is {m}")))
-                    })
-                    .transpose()?,
-                records,
-            })
-        })
-    }
-
-    fn caveats(&self) -> Result<Vec<Caveat>, LeaseError> {
-        self.run(|client| async move {
-            let row = client
-                .query_one(
-                    "SELECT current_setting('fsync'), current_setting('synchronous_commit')",
-                    &[],
-                )
-                .await?;
-            let (fsync, commit): (String, String) = (row.try_get(0)?, row.try_get(1)?);
-            let mut caveats = Vec::new();
-            if commit == "off" {
-                // The registry's sessions set it; a connection pooler that
-                // does not keep session settings loses that.
-                caveats.push(Caveat {
-                    setting: "synchronous_commit = off".to_owned(),
-                    crash: Crash::Server,
-                    advice: "the registry's session commits without waiting for the disk, \
-                             so a crash of the server forgets the last renewals it confirmed \
-                             and two holders could share an id: connect without a pooler \
-                             that drops session settings, or set synchronous_commit = on \
-                             for the role (ALTER ROLE ... SET synchronous_commit = on)"
-                        .to_owned(),
-                });
-            }
-            if fsync == "off" {
-                caveats.push(Caveat {
-                    setting: "fsync = off".to_owned(),
-                    crash: Crash::Machine,
-                    advice: "a crash of the server's machine forgets renewals it confirmed \
-                             (and may corrupt the database), and two holders could share an \
-                             id: set fsync = on where generators lease"
-                        .to_owned(),
-                });
-            }
-            Ok(caveats)
-        })
-    }
-
     fn mark(&self, _namespace: &str) -> Result<u64, LeaseError> {
+        // A marker of another history is replaced: never earlier than now,
+        // nor than the one it replaces. One in force stays as it is.
+        let write = format!(
+            "WITH new AS (INSERT INTO flakegen_marker AS m (marker_ms, stamp) \
+             VALUES ({CEIL_NOW_MS}, {STAMP}) ON CONFLICT (one) DO UPDATE \
+             SET marker_ms = greatest(excluded.marker_ms, m.marker_ms + 1), stamp = excluded.stamp \
+             WHERE m.stamp <> excluded.stamp RETURNING marker_ms) \
+             SELECT marker_ms FROM new UNION ALL SELECT {} LIMIT 1",
+            &*MARKER
+        );
         self.run(|client| async move {
-            let row = client
-                .query_one(
-                    &format!(
-                        "WITH new AS (INSERT INTO flakegen_leases (namespace, worker, fence_ms) \
-                         VALUES ('', -1, {CEIL_NOW_MS}) ON CONFLICT DO NOTHING RETURNING fence_ms) \
-                         SELECT fence_ms FROM new UNION ALL SELECT fence_ms FROM flakegen_leases \
-                         WHERE namespace = '' AND worker = -1 LIMIT 1"
-                    ),
-                    &[],
-                )
-                .await?;
-            let marker: i64 = row.try_get(0)?;
+            // A table whose rows went (TRUNCATE) begins again with a sentinel.
+            client.execute(sentinel!(), &[]).await?;
+            let mut row = client.query_opt(&write, &[]).await?;
+            if row
+                .as_ref()
+                .is_none_or(|r| r.get::<_, Option<i64>>(0).is_none())
+            {
+                // Another client wrote it after this statement's snapshot.
+                row = Some(
+                    client
+                        .query_one(&format!("SELECT {}", &*MARKER), &[])
+                        .await?,
+                );
+            }
+            let marker: Option<i64> = row.and_then(|r| r.get(0));
+            let marker =
+                marker.ok_or_else(|| self.corrupt("no marker after writing one".into()))?;
             u64::try_from(marker).map_err(|_| self.corrupt(format!("the marker is {marker}")))
         })
     }
@@ -613,16 +669,17 @@ impl Registry for PostgresRegistry {
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
         let set = format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END");
+        let held = &*MARKER_HELD;
         let sql = match expect.version {
             Some(_) => format!(
-                "WITH marker AS ({MARKER_HELD}) UPDATE flakegen_leases SET \
+                "WITH marker AS ({held}) UPDATE flakegen_leases SET \
                  holder = NULLIF($5::text, ''), version = $6, marker_ms = $3, \
                  expires_ms = {set}, fence_ms = $8 \
                  WHERE namespace = $1 AND worker = $2 AND version = $4 \
                  AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}"
             ),
             None => format!(
-                "WITH marker AS ({MARKER_HELD}) INSERT INTO flakegen_leases \
+                "WITH marker AS ({held}) INSERT INTO flakegen_leases \
                  (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
                  SELECT $1, $2, NULLIF($5::text, ''), $6, $3, {set}, $8 \
                  WHERE EXISTS (SELECT 1 FROM marker) AND $4::bigint IS NULL \
@@ -652,5 +709,190 @@ impl Registry for PostgresRegistry {
                 None => Ok(None),
             }
         })
+    }
+
+    fn inspect(&self) -> Option<&dyn Inspect> {
+        Some(self)
+    }
+}
+
+impl Inspect for PostgresRegistry {
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        self.look(|client| async move {
+            let head = client
+                .query_one(
+                    &format!(
+                        "SELECT {NOW_MS} AS now_ms, \
+                         to_regclass('flakegen_leases') IS NOT NULL AS leases, \
+                         to_regclass('flakegen_marker') IS NOT NULL AS marker"
+                    ),
+                    &[],
+                )
+                .await?;
+            if !head.try_get::<_, bool>("leases")? {
+                return Err(Failure::Lease(LeaseError::NoLeases {
+                    address: self.remote.address.clone(),
+                }));
+            }
+            let now: i64 = head.try_get("now_ms")?;
+            // Only once both tables are known to be there.
+            let marker: Option<i64> = if head.try_get::<_, bool>("marker")? {
+                client
+                    .query_one(&format!("SELECT {}", &*MARKER), &[])
+                    .await?
+                    .try_get(0)?
+            } else {
+                None
+            };
+            let rows = client
+                .query(
+                    "SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, \
+                     expires_ms, fence_ms FROM flakegen_leases \
+                     WHERE namespace = $1 AND worker >= 0 ORDER BY worker",
+                    &[&namespace],
+                )
+                .await?;
+            let mut records = Vec::with_capacity(rows.len());
+            for row in &rows {
+                records.push(self.record(row)?);
+            }
+            Ok(Listing {
+                server_unix_millis: u64::try_from(now).unwrap_or(0),
+                marker_unix_millis: marker
+                    .map(|m| {
+                        u64::try_from(m).map_err(|_| self.corrupt(format!("the marker is {m}")))
+                    })
+                    .transpose()?,
+                records,
+            })
+        })
+    }
+
+    fn namespaces(&self) -> Result<Vec<String>, LeaseError> {
+        self.look(|client| async move {
+            let present: bool = client
+                .query_one("SELECT to_regclass('flakegen_leases') IS NOT NULL", &[])
+                .await?
+                .get(0);
+            if !present {
+                return Err(Failure::Lease(LeaseError::NoLeases {
+                    address: self.remote.address.clone(),
+                }));
+            }
+            let rows = client
+                .query(
+                    "SELECT DISTINCT namespace FROM flakegen_leases WHERE worker >= 0 \
+                     ORDER BY namespace",
+                    &[],
+                )
+                .await?;
+            rows.iter().map(|r| Ok(r.try_get(0)?)).collect()
+        })
+    }
+
+    fn survey(&self) -> Result<Survey, LeaseError> {
+        let verified = self.verified;
+        self.look(|client| async move {
+            let row = client
+                .query_one(
+                    "SELECT coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), \
+                     false), current_setting('fsync'), current_setting('synchronous_commit'), \
+                     pg_is_in_recovery(), current_setting('synchronous_standby_names'), \
+                     (SELECT count(*) FROM pg_stat_replication)",
+                    &[],
+                )
+                .await?;
+            let ssl: bool = row.try_get(0)?;
+            let (fsync, commit): (String, String) = (row.try_get(1)?, row.try_get(2)?);
+            let (standby, sync_names): (bool, String) = (row.try_get(3)?, row.try_get(4)?);
+            let replicas: i64 = row.try_get(5)?;
+            let transport = if ssl {
+                Transport::Tls(verified)
+            } else {
+                Transport::Plain
+            };
+            let mut caveats = Vec::new();
+            if commit == "off" {
+                // The registry's sessions set it; a connection pooler that
+                // does not keep session settings loses that.
+                caveats.push(Caveat {
+                    topic: "durability",
+                    setting: "synchronous_commit = off".to_owned(),
+                    severity: Severity::Danger,
+                    advice: "the registry's session commits without waiting for the disk, \
+                             so a crash of the server forgets the last renewals it confirmed \
+                             and two holders could share an id: connect without a pooler \
+                             that drops session settings, or set synchronous_commit = on \
+                             for the role (ALTER ROLE ... SET synchronous_commit = on)"
+                        .to_owned(),
+                });
+            }
+            if fsync == "off" {
+                caveats.push(Caveat {
+                    topic: "durability",
+                    setting: "fsync = off".to_owned(),
+                    severity: Severity::Warning,
+                    advice: "a crash of the server's machine forgets renewals it confirmed \
+                             (and may corrupt the database), and two holders could share an \
+                             id: set fsync = on where generators lease"
+                        .to_owned(),
+                });
+            }
+            if caveats.is_empty() {
+                caveats.push(Caveat {
+                    topic: "durability",
+                    setting: format!("fsync = {fsync}, synchronous_commit = {commit}"),
+                    severity: Severity::Note,
+                    advice: "no server setting lets a crash forget a renewal the registry \
+                             confirmed: every commit reaches the disk before it is confirmed"
+                        .to_owned(),
+                });
+            }
+            caveats.push(topology(standby, replicas, &sync_names));
+            Ok(Survey::new(transport, caveats))
+        })
+    }
+}
+
+/// The server's place among its replicas, as leasing sees it.
+fn topology(standby: bool, replicas: i64, sync_names: &str) -> Caveat {
+    let (setting, severity, advice) = if standby {
+        (
+            "a standby, in recovery".to_owned(),
+            Severity::Danger,
+            "generators cannot lease here (it takes no writes): point them at the primary"
+                .to_owned(),
+        )
+    } else if replicas == 0 {
+        (
+            "a primary with no standby streaming from it".to_owned(),
+            Severity::Note,
+            "a restore, or a standby promoted later, starts a new timeline: a detected loss, \
+             after which generators wait the TTL and the skew allowance, then lease again by \
+             themselves"
+                .to_owned(),
+        )
+    } else {
+        let kind = if sync_names.trim().is_empty() {
+            "asynchronous"
+        } else {
+            "synchronous or asynchronous (synchronous_standby_names is set)"
+        };
+        (
+            format!("a primary with {replicas} standby(s) streaming, {kind}"),
+            Severity::Note,
+            "a failover to a standby starts a new timeline: a detected loss, whether the \
+             standby missed the last renewals or not. Generators run to the fences the old \
+             primary confirmed, wait the TTL and the skew allowance, then lease again by \
+             themselves; nothing is undetected. Clients must follow the failover (an address \
+             that moves, or every host in the URL with target_session_attrs=read-write)"
+                .to_owned(),
+        )
+    };
+    Caveat {
+        topic: "topology",
+        setting,
+        severity,
+        advice,
     }
 }

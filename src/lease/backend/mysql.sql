@@ -1,19 +1,18 @@
 CREATE TABLE IF NOT EXISTS flakegen_leases (
-    -- The namespace; '' for the table's marker row.
+    -- The namespace.
     namespace  VARCHAR(200) NOT NULL,
-    -- The worker id; -1 is the table's marker row, -2 a namespace's cursor row.
+    -- The worker id; -1 is the table's sentinel row (namespace ''), -2 a
+    -- namespace's cursor row.
     worker     BIGINT NOT NULL,
     -- The holder's token; NULL when nobody holds it.
     holder     VARCHAR(255) NULL,
-    -- Changes with every write: a write names the version it replaces. In
-    -- the marker row: when the table was created (s), which a restore changes.
+    -- Changes with every write: a write names the version it replaces.
     version    BIGINT NOT NULL DEFAULT 0,
     -- The marker in force when the row was written.
     marker_ms  BIGINT NOT NULL DEFAULT 0,
     -- When the lease expires, by the server's clock (ms since 1970).
     expires_ms BIGINT NOT NULL DEFAULT 0,
-    -- The fence (ms since 1970): the holders' IDs are all earlier. In the
-    -- marker row: when the table's data began.
+    -- The fence (ms since 1970): the holders' IDs are all earlier.
     fence_ms   BIGINT NOT NULL,
     -- Nobody holds it: what an acquisition looks for first.
     is_free    TINYINT GENERATED ALWAYS AS (holder IS NULL) STORED,

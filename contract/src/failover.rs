@@ -1,0 +1,254 @@
+//! The rules of a failover (capability `failover`): a registry whose
+//! replica is promoted after it missed the last renewals must treat the
+//! promotion as a loss, or two holders share an id for as long as the
+//! replica lagged.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use flakegen::lease::{LeaseError, LeaseState};
+use flakegen::{BuildError, IdGenerator, IssueError, Layout, Snowflake};
+
+use crate::store::{SKEW, Store, TTL, namespace};
+use crate::support::assert_strictly_increasing;
+use crate::{Failover, Fixture};
+
+/// Two ids, 1 ms units: one for the holder that fails over, one held by
+/// another, so that a new build takes a holder's id.
+const TWO: Layout = Layout::builder().worker_bits(1).build_const();
+
+/// How soon after a promotion every holder must issue again, under a new
+/// lease: the TTL, the skew allowance and 2 s.
+const HEAL_BOUND: Duration = TTL
+    .saturating_add(SKEW)
+    .saturating_add(Duration::from_secs(2));
+
+/// The pair made whole again when a rule ends, however it ends.
+struct Rejoin<'a>(&'a dyn Failover);
+
+impl Drop for Rejoin<'_> {
+    fn drop(&mut self) {
+        self.0.rejoin();
+    }
+}
+
+fn failover<'a>(store: &Store<'a>) -> &'a dyn Failover {
+    store.failover().unwrap_or_else(|| {
+        panic!(
+            "{}: this fixture has no replica to fail over to, and this test needs one: \
+             implement Fixture::failover, or leave `failover` out of suite!'s capabilities",
+            store.name()
+        )
+    })
+}
+
+fn unix_ms(id: Snowflake) -> u64 {
+    TWO.unix_millis_of(TWO.decode(id).unwrap().timestamp)
+}
+
+fn system_ms(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Issues with `g` until `stop`, recording each ID and when it came.
+fn issue(g: &dyn IdGenerator, stop: &AtomicBool, name: &str) -> Vec<(Snowflake, Instant)> {
+    let mut ids = vec![];
+    while !stop.load(Ordering::Relaxed) {
+        match g.next_id() {
+            Ok(id) => ids.push((id, Instant::now())),
+            // At its fence while it heals.
+            Err(IssueError::LeaseLost { .. }) => {}
+            Err(e) => panic!("{name}: {e}"),
+        }
+        thread::sleep(Duration::from_micros(300));
+    }
+    ids
+}
+
+/// Builds as soon as the new primary lets it: every id held, or the
+/// registry between primaries, is tried again.
+fn build_when_possible(store: &Store<'_>, ns: &str) -> Box<dyn IdGenerator> {
+    let deadline = Instant::now() + HEAL_BOUND * 2;
+    loop {
+        let built = store
+            .leased(TWO, ns)
+            .max_wait(HEAL_BOUND)
+            .build(flakegen::Strategy::Atomic);
+        match built {
+            Ok(g) => return g,
+            Err(BuildError::Lease(
+                LeaseError::AllHeld { .. }
+                | LeaseError::Unreachable { .. }
+                | LeaseError::ReadOnly { .. },
+            )) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("{}: no build after the failover: {e}", store.name()),
+        }
+    }
+}
+
+/// The main rule: holders renew on the primary while its replica misses
+/// it; the replica is promoted; a new build takes a holder's id at once.
+/// Its IDs start past every fence the old primary confirmed, nothing is
+/// issued twice, and every holder issues again under a new lease within
+/// the TTL, the skew allowance and 2 s of the promotion.
+pub fn a_failover_to_a_lagging_replica_grants_no_id_below_a_confirmed_fence(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let pair = failover(&store);
+    let _rejoin = Rejoin(pair);
+    let ns = namespace("failover");
+    let a = store.leased(TWO, &ns).build_atomic().unwrap();
+    // The other id's holder does not lease again once its lease is lost:
+    // two ids are left for A and for B.
+    let other = store.leased_once(TWO, &ns).build_atomic().unwrap();
+    let stop = AtomicBool::new(false);
+    let (a_ids, other_ids, b_ids, promoted_at, confirmed) = thread::scope(|scope| {
+        let a_calls = scope.spawn(|| issue(&a, &stop, name));
+        let other_calls = scope.spawn(|| issue(&other, &stop, name));
+        pair.cut();
+        // Two renewals each on the primary, which the replica misses.
+        for g in [&a, &other] {
+            let mut fence = g.lease().unwrap().fence;
+            for _ in 0..2 {
+                let deadline = Instant::now() + TTL * 4;
+                while g.lease().unwrap().fence == fence {
+                    assert!(
+                        Instant::now() < deadline,
+                        "{name}: no renewal after the cut"
+                    );
+                    thread::sleep(Duration::from_millis(5));
+                }
+                fence = g.lease().unwrap().fence;
+            }
+        }
+        pair.promote();
+        let promoted_at = Instant::now();
+        // Every fence the old primary confirmed: those the generators hold
+        // now that it has stopped, and no renewal can land any more.
+        let confirmed = [&a, &other]
+            .map(|g| system_ms(g.lease().unwrap().fence))
+            .into_iter()
+            .max()
+            .unwrap();
+        let b = build_when_possible(&store, &ns);
+        let b_ids = issue_for_the_heal(&*b, promoted_at, name);
+        stop.store(true, Ordering::Relaxed);
+        (
+            a_calls.join().unwrap(),
+            other_calls.join().unwrap(),
+            b_ids,
+            promoted_at,
+            confirmed,
+        )
+    });
+    let b_first = b_ids.first().expect("B issued").0;
+    assert!(
+        unix_ms(b_first) >= confirmed,
+        "{name}: after a failover to a lagging replica, an id was granted below a fence the \
+         old primary confirmed: B's first ID is at {}, the old fence at {confirmed}",
+        unix_ms(b_first)
+    );
+    let mut all = vec![];
+    for (who, ids) in [
+        ("A", &a_ids),
+        ("the other holder", &other_ids),
+        ("B", &b_ids),
+    ] {
+        let only: Vec<Snowflake> = ids.iter().map(|i| i.0).collect();
+        assert_strictly_increasing(&only, format!("{name}: {who}"));
+        all.extend(only);
+    }
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        count,
+        "{name}: {} IDs issued twice across the failover",
+        count - all.len()
+    );
+    // A, lost at the failover, leased again by itself.
+    let again = a_ids
+        .iter()
+        .find(|(id, _)| unix_ms(*id) >= confirmed)
+        .map(|(_, at)| at.saturating_duration_since(promoted_at))
+        .unwrap_or_else(|| panic!("{name}: A never issued again after the failover"));
+    assert!(
+        again <= HEAL_BOUND,
+        "{name}: A issued again {again:?} after the promotion, past {HEAL_BOUND:?}"
+    );
+}
+
+/// B issues for the heal's bound (and a little more) from the promotion.
+fn issue_for_the_heal(
+    b: &dyn IdGenerator,
+    promoted_at: Instant,
+    name: &str,
+) -> Vec<(Snowflake, Instant)> {
+    let mut ids = vec![];
+    while promoted_at.elapsed() < HEAL_BOUND + Duration::from_millis(300) {
+        match b.next_id() {
+            Ok(id) => ids.push((id, Instant::now())),
+            Err(e) => panic!("{name}: B: {e}"),
+        }
+        thread::sleep(Duration::from_micros(300));
+    }
+    ids
+}
+
+/// A promotion is a loss though the replica missed nothing: the server's
+/// history changed, and the registry cannot prove that every confirmed
+/// renewal reached it. The marker changes, a holder from before can no
+/// longer renew, and a new holder waits out the loss rule.
+pub fn a_failover_is_a_loss_though_the_replica_missed_nothing(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let pair = failover(&store);
+    let _rejoin = Rejoin(pair);
+    let ns = namespace("failover-caught-up");
+    let a = store.leased_once(TWO, &ns).build_atomic().unwrap();
+    let before = store
+        .registry()
+        .read(&ns, 2, None)
+        .unwrap()
+        .marker_unix_millis
+        .expect("a marker after a lease");
+    // Let the replica catch up with everything.
+    thread::sleep(Duration::from_millis(200));
+    pair.promote();
+    let promoted_at = system_ms(SystemTime::now());
+    let deadline = Instant::now() + HEAL_BOUND;
+    let after = loop {
+        match store.registry().read(&ns, 2, None) {
+            Ok(snapshot) => break snapshot.marker_unix_millis,
+            Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
+            Err(e) => panic!("{name}: the new primary does not answer: {e}"),
+        }
+    };
+    assert_ne!(
+        after,
+        Some(before),
+        "{name}: the marker in force is the same after a failover: the registry did not \
+         detect that its history changed, and a replica that missed renewals would hand out \
+         ids below their fences"
+    );
+    let deadline = Instant::now() + HEAL_BOUND;
+    while a.lease().unwrap().state != LeaseState::Lost {
+        assert!(
+            Instant::now() < deadline,
+            "{name}: a holder from before the failover still renews: {:?}",
+            a.lease()
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    let b = build_when_possible(&store, &ns);
+    let first = b.next_id().unwrap();
+    let rule = promoted_at + (TTL + SKEW).as_millis() as u64;
+    assert!(
+        unix_ms(first) >= rule,
+        "{name}: a new holder after the failover started at {}, before the loss rule's {rule}",
+        unix_ms(first)
+    );
+}

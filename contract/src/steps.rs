@@ -1,0 +1,352 @@
+//! The storage steps, one promise at a time: each rule calls `read`,
+//! `mark` and `swap` directly and says which step broke which promise, so
+//! that a broken registry fails here in a second, not on a lease's timeout
+//! somewhere later.
+
+use std::thread;
+use std::time::Duration;
+
+use flakegen::lease::backend::{Expect, NewRecord, Record, Registry};
+
+use crate::Fixture;
+use crate::store::{SKEW, Store, namespace, now_ms};
+
+/// Reads `worker`'s record, as a registry returns it for `prefer`.
+fn record(registry: &dyn Registry, ns: &str, worker: u64) -> Option<Record> {
+    let snapshot = registry.read(ns, worker + 1, Some(worker)).unwrap();
+    snapshot.records.into_iter().find(|r| r.worker == worker)
+}
+
+/// The marker in force, written if there is none.
+fn marker(registry: &dyn Registry, ns: &str) -> u64 {
+    let snapshot = registry.read(ns, 1, None).unwrap();
+    snapshot
+        .marker_unix_millis
+        .unwrap_or_else(|| registry.mark(ns).unwrap())
+}
+
+fn held<'a>(holder: &'a str, version: u64, fence_unix_millis: u64) -> NewRecord<'a> {
+    NewRecord {
+        holder,
+        version,
+        ttl_millis: 60_000,
+        fence_unix_millis,
+    }
+}
+
+/// A swap is a compare-and-set on the record's version: it writes over the
+/// version it names and no other, and it creates a record only where there
+/// is none.
+pub fn swap_writes_only_at_the_version_it_names(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let ns = namespace("step-version");
+    let marker = marker(&*registry, &ns);
+    let at = |version| Expect {
+        marker_unix_millis: marker,
+        version,
+    };
+    let swap = |expect, record: &NewRecord<'_>| registry.swap(&ns, 0, expect, record).unwrap();
+
+    assert!(
+        swap(at(None), &held("a", 11, 1_000)).is_some(),
+        "{name}: swap did not create a record where there was none"
+    );
+    assert!(
+        swap(at(None), &held("b", 12, 2_000)).is_none(),
+        "{name}: swap wrote over a record it was told is not there (it must create only)"
+    );
+    assert!(
+        swap(at(Some(99)), &held("b", 13, 2_000)).is_none(),
+        "{name}: swap wrote at a stale version (it named 99, the record is at 11)"
+    );
+    assert!(
+        swap(at(Some(11)), &held("a", 14, 3_000)).is_some(),
+        "{name}: swap did not write at the version the record has"
+    );
+    assert!(
+        swap(at(Some(11)), &held("b", 15, 4_000)).is_none(),
+        "{name}: swap wrote at a stale version (11, which 14 replaced)"
+    );
+    let found = record(&*registry, &ns, 0).expect("the record written");
+    assert_eq!(
+        (
+            found.holder.as_str(),
+            found.version,
+            found.fence_unix_millis
+        ),
+        ("a", 14, 3_000),
+        "{name}: swap did not store what it was given: {found:?}"
+    );
+    assert_eq!(
+        found.marker_unix_millis, marker,
+        "{name}: swap did not store the marker it wrote under: {found:?}"
+    );
+}
+
+/// A swap writes only under the marker in force: never under one that is
+/// not (a holder's from before a loss), whether it creates the record or
+/// replaces one.
+pub fn swap_writes_only_under_the_marker_in_force(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let ns = namespace("step-marker");
+    let marker = marker(&*registry, &ns);
+    let expect = |marker_unix_millis, version| Expect {
+        marker_unix_millis,
+        version,
+    };
+    for stale in [Some(marker + 1), marker.checked_sub(1)]
+        .into_iter()
+        .flatten()
+    {
+        assert!(
+            registry
+                .swap(&ns, 1, expect(stale, None), &held("a", 21, 1_000))
+                .unwrap()
+                .is_none(),
+            "{name}: swap wrote under a stale marker ({stale}, where {marker} is in force)"
+        );
+    }
+    assert!(
+        registry
+            .swap(&ns, 0, expect(marker, None), &held("a", 22, 1_000))
+            .unwrap()
+            .is_some(),
+        "{name}: swap did not write under the marker in force"
+    );
+    assert!(
+        registry
+            .swap(&ns, 0, expect(marker + 1, Some(22)), &held("a", 23, 2_000))
+            .unwrap()
+            .is_none(),
+        "{name}: swap wrote under a stale marker over a record at its version"
+    );
+
+    // A loss: the marker before it is stale for every write after it.
+    store.lose_data();
+    let registry = store.registry();
+    for (worker, version) in [(0, Some(22)), (0, None), (2, None)] {
+        assert!(
+            registry
+                .swap(&ns, worker, expect(marker, version), &held("a", 24, 3_000))
+                .unwrap()
+                .is_none(),
+            "{name}: swap wrote under a stale marker (the one before a loss), id {worker}"
+        );
+    }
+}
+
+/// A swap says when it wrote, by the server's clock (which is close to
+/// this host's), and stores an expiry the TTL past it: none for a free
+/// record.
+pub fn swap_says_when_it_wrote_by_the_servers_clock(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let ns = namespace("step-clock");
+    let marker = marker(&*registry, &ns);
+    let before = now_ms();
+    let written = registry
+        .swap(
+            &ns,
+            0,
+            Expect {
+                marker_unix_millis: marker,
+                version: None,
+            },
+            &NewRecord {
+                holder: "a",
+                version: 31,
+                ttl_millis: 5_000,
+                fence_unix_millis: 1_000,
+            },
+        )
+        .unwrap()
+        .expect("written");
+    let after = now_ms();
+    let slack = SKEW.as_millis() as u64;
+    assert!(
+        (before.saturating_sub(slack)..=after + slack).contains(&written),
+        "{name}: swap said it wrote at {written}, this host's clock read {before}..{after}"
+    );
+    let found = record(&*registry, &ns, 0).unwrap();
+    assert!(
+        found.expires_unix_millis.abs_diff(written + 5_000) <= 1,
+        "{name}: swap stored an expiry of {}, not the TTL past its clock ({written} + 5000)",
+        found.expires_unix_millis
+    );
+    registry
+        .swap(
+            &ns,
+            0,
+            Expect {
+                marker_unix_millis: marker,
+                version: Some(31),
+            },
+            &NewRecord {
+                holder: "",
+                version: 32,
+                ttl_millis: 0,
+                fence_unix_millis: 1_000,
+            },
+        )
+        .unwrap()
+        .expect("freed");
+    let found = record(&*registry, &ns, 0).unwrap();
+    assert_eq!(
+        (found.holder.as_str(), found.expires_unix_millis),
+        ("", 0),
+        "{name}: swap did not store a free record as free: {found:?}"
+    );
+}
+
+/// `mark` returns the marker in force and leaves it; after a loss, it
+/// writes one no earlier than the loss, and later than the one before.
+pub fn mark_keeps_the_marker_in_force_and_never_moves_it_back(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let ns = namespace("step-mark");
+    let registry = store.registry();
+    let first = registry.mark(&ns).unwrap();
+    let again = registry.mark(&ns).unwrap();
+    assert_eq!(
+        again, first,
+        "{name}: mark moved the marker in force ({first} to {again})"
+    );
+    let read = registry.read(&ns, 1, None).unwrap().marker_unix_millis;
+    assert_eq!(
+        read,
+        Some(first),
+        "{name}: read's marker is not the one mark returned"
+    );
+    // A write under it, so there is something to lose.
+    registry
+        .swap(
+            &ns,
+            0,
+            Expect {
+                marker_unix_millis: first,
+                version: None,
+            },
+            &held("a", 41, 1_000),
+        )
+        .unwrap();
+    thread::sleep(Duration::from_millis(2));
+    let lost_at = now_ms();
+    store.lose_data();
+    let registry = store.registry();
+    let after = registry.mark(&ns).unwrap();
+    assert!(
+        after > first,
+        "{name}: mark moved the marker back after a loss ({first} to {after})"
+    );
+    assert!(
+        after >= lost_at,
+        "{name}: mark wrote a marker ({after}) earlier than the loss ({lost_at})"
+    );
+    assert_eq!(
+        registry.mark(&ns).unwrap(),
+        after,
+        "{name}: mark moved the marker in force"
+    );
+}
+
+/// A read returns what an acquisition chooses from (see
+/// `Registry::read`): the lowest id with no record under the marker, the
+/// free record with the earliest fence, an expired one, the one asked for,
+/// and the server's clock and marker. A registry's own bookkeeping (an
+/// index of free and held ids, a cursor for the fresh one) must keep up
+/// with every write.
+pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let ns = namespace("step-read");
+    let marker = marker(&*registry, &ns);
+    let put = |worker: u64, holder: &str, ttl_millis: u64, fence_unix_millis: u64| {
+        let found = record(&*registry, &ns, worker);
+        let record = NewRecord {
+            holder,
+            version: found.as_ref().map_or(1, |r| r.version + 1),
+            ttl_millis,
+            fence_unix_millis,
+        };
+        let expect = Expect {
+            marker_unix_millis: marker,
+            version: found.map(|r| r.version),
+        };
+        assert!(
+            registry
+                .swap(&ns, worker, expect, &record)
+                .unwrap()
+                .is_some(),
+            "{name}: could not write id {worker}"
+        );
+    };
+    let now = now_ms();
+    put(0, "live", 60_000, now + 60_000);
+    put(1, "", 0, 500);
+    put(2, "", 0, 100);
+    put(3, "gone", 1, 200);
+    put(5, "live", 60_000, now + 60_000);
+    // Freed, then held again: the index must not still call it free.
+    put(6, "", 0, 50);
+    put(6, "live", 60_000, now + 60_000);
+    thread::sleep(Duration::from_millis(10));
+
+    let before = now_ms();
+    let snapshot = registry.read(&ns, 8, Some(5)).unwrap();
+    let ids: Vec<u64> = snapshot.records.iter().map(|r| r.worker).collect();
+    assert_eq!(
+        snapshot.marker_unix_millis,
+        Some(marker),
+        "{name}: read's marker is not the one in force"
+    );
+    assert!(
+        snapshot.server_unix_millis + SKEW.as_millis() as u64 >= before,
+        "{name}: read's clock ({}) is behind this host's ({before})",
+        snapshot.server_unix_millis
+    );
+    assert_eq!(
+        snapshot.fresh,
+        Some(4),
+        "{name}: read's fresh id is not the lowest id with no record (4): {ids:?}"
+    );
+    assert!(
+        ids.contains(&2),
+        "{name}: read left out the free record with the earliest fence (id 2): {ids:?}"
+    );
+    assert!(
+        ids.contains(&3),
+        "{name}: read left out the only expired record (id 3): {ids:?}"
+    );
+    assert!(
+        ids.contains(&5),
+        "{name}: read left out the record of the id asked for (5): {ids:?}"
+    );
+    for r in &snapshot.records {
+        if r.worker == 6 {
+            assert!(
+                !r.holder.is_empty(),
+                "{name}: read returned id 6 as free after it was held again: {r:?}"
+            );
+        }
+    }
+    // Past every id with a record: the fresh id moves on as they fill.
+    put(4, "live", 60_000, now + 60_000);
+    let snapshot = registry.read(&ns, 8, None).unwrap();
+    assert_eq!(
+        snapshot.fresh,
+        Some(7),
+        "{name}: read's fresh id is not the lowest id with no record (7)"
+    );
+    put(7, "live", 60_000, now + 60_000);
+    let snapshot = registry.read(&ns, 8, None).unwrap();
+    assert_eq!(
+        snapshot.fresh, None,
+        "{name}: read found a fresh id where every id has a record"
+    );
+}

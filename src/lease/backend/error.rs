@@ -1,0 +1,329 @@
+//! What can go wrong with a lease: the error of every registry call, and of
+//! the protocol over them.
+
+use core::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a client or server said, shared: a [`LeaseError`] is `Clone`, so one
+/// outcome can reach every waiter.
+pub(crate) type Source = Arc<dyn std::error::Error + Send + Sync>;
+
+/// A message as a [`Source`].
+pub(crate) fn said(message: impl Into<String>) -> Source {
+    Arc::from(Box::<dyn std::error::Error + Send + Sync>::from(
+        message.into(),
+    ))
+}
+
+/// What can go wrong with a lease. The message names the server's address
+/// (never its password) and says what to do.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum LeaseError {
+    /// The URL's scheme is not one this build supports.
+    UnsupportedUrl {
+        /// The scheme given.
+        scheme: String,
+    },
+    /// The URL names a registry whose feature is off in this build.
+    FeatureOff {
+        /// The scheme given, in lower case.
+        scheme: String,
+        /// The crate feature that registry needs.
+        feature: &'static str,
+    },
+    /// The URL could not be parsed.
+    InvalidUrl {
+        /// Why.
+        reason: String,
+    },
+    /// The namespace cannot be used as one.
+    InvalidNamespace {
+        /// Why.
+        reason: &'static str,
+    },
+    /// The server could not be reached, or stopped answering, within the timeout.
+    Unreachable {
+        /// The server's address.
+        address: String,
+        /// What the client reported.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// TLS with the server failed: its certificate was refused, or the
+    /// handshake failed.
+    Tls {
+        /// The server's address.
+        address: String,
+        /// What TLS reported.
+        reason: String,
+    },
+    /// The server wants TLS, and the URL did not ask for it (or the server
+    /// closed the connection without an answer, as a TLS-only port does to a
+    /// client that speaks plain text).
+    TlsRequired {
+        /// The server's address.
+        address: String,
+        /// What the server or the client said.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The server refused the credentials.
+    Unauthorized {
+        /// The server's address.
+        address: String,
+        /// What the server said.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// Every worker id of the namespace is held.
+    AllHeld {
+        /// The namespace.
+        namespace: String,
+        /// How many ids are held (all the layout has).
+        held: u64,
+    },
+    /// The lease is no longer this holder's: it expired and another holder
+    /// took it, or it was released.
+    Lost {
+        /// The namespace.
+        namespace: String,
+        /// The worker id.
+        worker: u64,
+    },
+    /// This host's clock reads further ahead of the registry server's than
+    /// the skew allowance: the rule that fences a lost registry's ids would
+    /// not hold.
+    ClockAhead {
+        /// How far ahead, at least, in ms.
+        ahead_millis: u64,
+        /// The allowance ([`Lease::skew`](crate::lease::Lease::skew)), in ms.
+        skew_millis: u64,
+    },
+    /// Other acquisitions kept taking the ids this one chose.
+    Contended {
+        /// The namespace.
+        namespace: String,
+        /// How many times it tried.
+        attempts: u32,
+    },
+    /// A record in the registry is not one flakegen wrote.
+    Corrupt {
+        /// The server's address.
+        address: String,
+        /// What was found.
+        detail: String,
+    },
+    /// The server refused a statement for want of a privilege: creating
+    /// the lease table (and its indexes), or using it.
+    Forbidden {
+        /// The server's address.
+        address: String,
+        /// The registry's type, whose `DDL` creates the table.
+        registry: &'static str,
+        /// What the server said.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+    /// The database the URL names does not exist on the server.
+    UnknownDatabase {
+        /// The server's address.
+        address: String,
+        /// The database named.
+        database: String,
+    },
+    /// A [`Release`](crate::lease::Release) was not confirmed by the registry
+    /// within the time it was given.
+    ReleaseTimedOut {
+        /// The namespace.
+        namespace: String,
+        /// The worker id.
+        worker: u64,
+        /// How long it was waited for.
+        waited: Duration,
+    },
+    /// The server takes no writes: a standby, or a replica set read-only.
+    /// Leases need the one server that takes writes.
+    ReadOnly {
+        /// The server's address.
+        address: String,
+        /// What the server said it is.
+        role: String,
+    },
+    /// The server takes writes and also replicates from another server
+    /// that takes writes, or might (two masters, as in a master-master
+    /// pair): each side would grant leases alone, and replication would
+    /// merge them afterwards, so no compare-and-set holds across them.
+    MultiWriter {
+        /// The server's address.
+        address: String,
+        /// The server it replicates from.
+        peer: String,
+        /// What was found of the peer: it takes writes, or it could not be asked.
+        found: String,
+    },
+    /// The store holds no leases at all: no generator has used it yet (a
+    /// look at it creates nothing).
+    NoLeases {
+        /// The server's address.
+        address: String,
+    },
+    /// The server answered with an error.
+    Server {
+        /// The server's address.
+        address: String,
+        /// What the server said.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl fmt::Display for LeaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LeaseError::UnsupportedUrl { scheme } => write!(
+                f,
+                "no lease registry for {scheme:?} URLs: use postgres://, mysql:// (or \
+                 mariadb://), or redis:// (rediss:// with TLS)"
+            ),
+            LeaseError::FeatureOff { scheme, feature } => write!(
+                f,
+                "{scheme}:// lease registries need flakegen's {feature:?} feature, which this \
+                 build does not have: add it to flakegen's features in Cargo.toml"
+            ),
+            LeaseError::InvalidUrl { reason } => {
+                write!(f, "invalid lease registry URL: {reason}")
+            }
+            LeaseError::InvalidNamespace { reason } => {
+                write!(f, "invalid lease namespace: {reason}")
+            }
+            LeaseError::Unreachable { address, source } => write!(
+                f,
+                "lease registry at {address} is unreachable ({source}): check that the server \
+                 runs and the address is right"
+            ),
+            LeaseError::Tls { address, reason } => write!(
+                f,
+                "TLS with the lease registry at {address} failed ({reason}): check the CA file \
+                 (sslrootcert=<file> in a postgres:// or rediss:// URL, ssl-ca=<file> in a \
+                 mysql:// one; the system's CAs without one), that the server's certificate \
+                 names the host in the URL (or verify the CA alone: sslmode=verify-ca, \
+                 ssl-mode=VERIFY_CA), and that the server takes TLS on this port"
+            ),
+            LeaseError::TlsRequired { address, source } => write!(
+                f,
+                "lease registry at {address} turned away a connection without TLS ({source}): \
+                 if the server wants TLS, use rediss:// for Redis, add sslmode=verify-full \
+                 (with sslrootcert=<CA file>) to a postgres:// URL, or \
+                 ssl-mode=VERIFY_IDENTITY (with ssl-ca=<CA file>) to a mysql:// one"
+            ),
+            LeaseError::Unauthorized { address, source } => write!(
+                f,
+                "lease registry at {address} refused the credentials ({source}): check the \
+                 user name and password in the URL (postgres://user:password@host:port/db, \
+                 mysql://user:password@host:port/db, redis://:password@host:port/db; \
+                 percent-encode special characters)"
+            ),
+            LeaseError::Forbidden {
+                address,
+                registry,
+                source,
+            } => write!(
+                f,
+                "lease registry at {address} refused flakegen's statement ({source}): the \
+                 user in the URL must be allowed to use the table flakegen_leases, and to \
+                 create it the first time. Create it once as a user that may \
+                 ({registry}::DDL, then {registry}::NEW_TABLE_MARKER), then \
+                 GRANT SELECT, INSERT, UPDATE ON flakegen_leases to this user"
+            ),
+            LeaseError::UnknownDatabase { address, database } => write!(
+                f,
+                "lease registry at {address} has no database {database:?}: create it \
+                 (CREATE DATABASE {database}) and grant the URL's user its use, or name \
+                 another in the URL's path"
+            ),
+            LeaseError::AllHeld { namespace, held } => write!(
+                f,
+                "all {held} worker ids of lease namespace {namespace:?} are held: stop a \
+                 generator, wait for a crashed one's lease to expire, or use a layout \
+                 with more worker bits"
+            ),
+            LeaseError::Lost { namespace, worker } => write!(
+                f,
+                "the lease on worker id {worker} of namespace {namespace:?} is no longer held \
+                 (it expired and another holder took the id, or the registry lost its data): \
+                 a generator leases again by itself; with Lease::reacquire off, build a new one"
+            ),
+            LeaseError::ClockAhead {
+                ahead_millis,
+                skew_millis,
+            } => write!(
+                f,
+                "this host's clock reads at least {ahead_millis} ms ahead of the lease registry \
+                 server's, more than the skew allowance of {skew_millis} ms: synchronise the \
+                 clocks (NTP), or raise Lease::skew on every generator of the namespace"
+            ),
+            LeaseError::Contended {
+                namespace,
+                attempts,
+            } => write!(
+                f,
+                "{attempts} acquisitions in lease namespace {namespace:?} in a row lost a race \
+                 with other generators: build again"
+            ),
+            LeaseError::Corrupt { address, detail } => write!(
+                f,
+                "lease registry at {address} holds a record flakegen did not write ({detail}): \
+                 remove it, or use another namespace"
+            ),
+            LeaseError::ReleaseTimedOut {
+                namespace,
+                worker,
+                waited,
+            } => write!(
+                f,
+                "the release of worker id {worker} of lease namespace {namespace:?} was not \
+                 confirmed within {waited:?}: the registry is slow or unreachable; the lease \
+                 expires after its TTL, and the next holder of the id starts at its fence"
+            ),
+            LeaseError::ReadOnly { address, role } => write!(
+                f,
+                "lease registry at {address} takes no writes ({role}): leases need the server \
+                 that does. Point the URL at the primary, through an address that follows a \
+                 failover, or list every server in a PostgreSQL URL with \
+                 target_session_attrs=read-write"
+            ),
+            LeaseError::MultiWriter {
+                address,
+                peer,
+                found,
+            } => write!(
+                f,
+                "lease registry at {address} takes writes and replicates from {peer}, which \
+                 {found}: with two writable masters each side grants leases alone, and two \
+                 generators could share an id. Point every generator at one side, and set \
+                 read_only = ON on the other (or stop replicating from it)"
+            ),
+            LeaseError::NoLeases { address } => write!(
+                f,
+                "lease registry at {address} holds no leases: no generator has leased from it \
+                 yet (the first one creates what it needs)"
+            ),
+            LeaseError::Server { address, source } => {
+                write!(
+                    f,
+                    "lease registry at {address} answered with an error: {source}"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for LeaseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LeaseError::Unreachable { source, .. }
+            | LeaseError::TlsRequired { source, .. }
+            | LeaseError::Unauthorized { source, .. }
+            | LeaseError::Forbidden { source, .. }
+            | LeaseError::Server { source, .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}
