@@ -1,7 +1,8 @@
-//! Leases at fleet scale: what building a leased generator costs, and the
-//! longest call it makes on the registry's server, by the width of the
-//! worker field (4, 10, 13 and 16 bits) and the number of ids already held
-//! (1, 100 and 1,000), on every backend whose feature is on.
+//! Leases at fleet scale: what a renewal costs, and what building a leased
+//! generator costs, with the longest call each makes on the registry's
+//! server, by the width of the worker field (4, 10, 13 and 16 bits) and the
+//! number of ids already held (1, 100 and 1,000), on every backend whose
+//! feature is on.
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
@@ -279,6 +280,52 @@ fn case(
     Ok((at(0.5), at(0.9), longest))
 }
 
+/// A renewal's storage step, again and again: a swap of one held record
+/// at its version, its fence moved on, as a holder's thread makes it every
+/// third of the TTL. The swaps' median and p90, and the longest server call
+/// (ms).
+fn renewals(server: &Server, count: usize) -> Result<(f64, f64, f64), String> {
+    let registry: Arc<dyn Registry> = lease::connect(&server.url).map_err(|e| e.to_string())?;
+    let namespace = format!(
+        "renewal-{}",
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    hold(&*registry, &namespace, 1)?;
+    let marker = registry.mark(&namespace).map_err(|e| e.to_string())?;
+    (server.stats)(Stat::Reset)?;
+    let mut times = Vec::with_capacity(count);
+    for version in 1..=count as u64 {
+        let fence = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+            + 10_000;
+        let record = NewRecord {
+            holder: "bench-holder-0",
+            version: version + 1,
+            ttl_millis: 10_000,
+            fence_unix_millis: fence,
+        };
+        let expect = Expect {
+            marker_unix_millis: marker,
+            version: Some(version),
+        };
+        let started = Instant::now();
+        let written = registry
+            .swap(&namespace, 0, expect, &record)
+            .map_err(|e| e.to_string())?;
+        times.push(started.elapsed().as_secs_f64() * 1_000.0);
+        written.ok_or_else(|| format!("renewal {version} of {namespace} was refused"))?;
+    }
+    let longest = (server.stats)(Stat::Longest)?;
+    times.sort_by(f64::total_cmp);
+    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
+    Ok((at(0.5), at(0.9), longest))
+}
+
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; a filter, if any, is ignored.
     let quick = std::env::var_os("FLAKEGEN_BENCH_QUICK").is_some();
@@ -293,6 +340,24 @@ fn main() -> ExitCode {
     println!(
         "lease_scale: {builds} builds per case; build time median (p90), and the longest call on the server"
     );
+    let count = if quick { 50 } else { 2_000 };
+    println!("\nrenewals: {count} per backend, each a swap at the record's version\n");
+    println!("| backend | renewal, ms | longest server call, ms |");
+    println!("|---|---|---|");
+    for server in &servers {
+        match renewals(server, count) {
+            Ok((median, p90, longest)) => {
+                println!(
+                    "| {} | {median:.3} ({p90:.3}) | {longest:.3} |",
+                    server.name
+                )
+            }
+            Err(e) => {
+                eprintln!("lease_scale: {} renewals: {e}", server.name);
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     for server in &servers {
         println!("\n{}\n", server.name);
         println!("| worker bits (ids) | holders | build, ms | longest server call, ms |");

@@ -196,13 +196,21 @@ fn strategies<C: Clock + Clone + 'static>(
 
 fn clock_bound(c: &mut Criterion) {
     let mut group = c.benchmark_group("clock_bound");
-    strategies(&mut group, "system", Builder::new().clock(SystemClock));
+    strategies(
+        &mut group,
+        "system",
+        Builder::new().worker(1).clock(SystemClock),
+    );
     group.finish();
 }
 
 fn no_vdso(c: &mut Criterion) {
     let mut group = c.benchmark_group("no_vdso");
-    strategies(&mut group, "syscall", Builder::new().clock(SyscallClock));
+    strategies(
+        &mut group,
+        "syscall",
+        Builder::new().worker(1).clock(SyscallClock),
+    );
     group.finish();
 }
 
@@ -212,7 +220,7 @@ fn hypervisor(c: &mut Criterion) {
         strategies(
             &mut group,
             label,
-            Builder::new().clock(CostlyClock::new(cost)),
+            Builder::new().worker(1).clock(CostlyClock::new(cost)),
         );
     }
     group.finish();
@@ -269,7 +277,7 @@ fn contended(c: &mut Criterion) {
     let at_least: u64 = if quick() { 50_000 } else { 200_000 };
     let mut group = c.benchmark_group("contended");
     for strategy in Strategy::ALL {
-        let generator = Builder::new().build(strategy).unwrap();
+        let generator = Builder::new().worker(1).build(strategy).unwrap();
         for (callers, hogs) in CONTENTION {
             let id = format!("{strategy}/{callers}+{hogs}");
             group.bench_function(id, |b| {
@@ -346,7 +354,7 @@ fn mechanism(c: &mut Criterion) {
             });
         }
     }
-    let builder = Builder::new().layout(WIDE);
+    let builder = Builder::new().worker(1).layout(WIDE);
     strategies(&mut group, "system", builder.clone());
     #[cfg(feature = "tokio")]
     {
@@ -457,7 +465,7 @@ fn cpu_report(window: Duration) {
         window: Duration,
     ) {
         for &threads in thread_counts {
-            let builder = Builder::new().clock(c.clone());
+            let builder = Builder::new().worker(1).clock(c.clone());
             row(
                 rows,
                 &format!("atomic/{clock}/{threads}"),

@@ -10,6 +10,24 @@
 #   scripts/services.sh crash redis         # SIGKILL and start: a loss
 #   scripts/services.sh crash mariadb       # SIGKILL and start (its data stays)
 #
+# Beside each server, a replicated pair for failovers, a primary and a
+# replica (members a and b), started with the rest or alone:
+#
+#   scripts/services.sh start postgres-pair # a primary and a streaming standby
+#   scripts/services.sh start redis-pair    # a primary and a replica
+#   scripts/services.sh start mariadb-pair  # two masters replicating both ways,
+#                                           # one read-only (active-passive)
+#   scripts/services.sh primary PAIR        # prints a or b
+#   scripts/services.sh cut PAIR            # the replica stops replicating: it lags
+#   scripts/services.sh promote PAIR        # the primary stops, the replica takes writes
+#   scripts/services.sh flip mariadb-pair   # the primary becomes read-only, the other
+#                                           # takes writes: a master-master switch
+#   scripts/services.sh writable mariadb-pair both|one
+#                                           # two writable masters at once, or one again
+#   scripts/services.sh rejoin PAIR         # the old primary rebuilt as a replica of
+#                                           # the new one, replicating
+#   scripts/services.sh restart|crash PAIR  # its primary stops (or is killed) and starts
+#
 # Missing servers are installed from the distribution's packages
 # (apt-get install postgresql redis-server; this needs root). PostgreSQL runs
 # as the unprivileged user `postgres`. Redis runs without persistence, as the
@@ -27,7 +45,11 @@
 #
 # Settings (environment): FLAKEGEN_SERVICES_DIR (default /tmp/flakegen-services),
 # FLAKEGEN_PG_PORT (25432), FLAKEGEN_REDIS_PORT (26379), FLAKEGEN_REDIS_TLS_PORT (26380),
-# FLAKEGEN_MYSQL_PORT (23306). The defaults lie below Linux's ephemeral ports
+# FLAKEGEN_MYSQL_PORT (23306); the pairs' members on the next ports:
+# FLAKEGEN_PG_A_PORT and _B_ (25433, 25434), FLAKEGEN_REDIS_A_PORT and _B_
+# (26381, 26382), FLAKEGEN_MYSQL_A_PORT and _B_ (23307, 23308). `start`
+# exports each member's URL (FLAKEGEN_TEST_POSTGRES_A_URL, ..._B_URL, and
+# REDIS_ and MYSQL_ alike). The defaults lie below Linux's ephemeral ports
 # (32768-60999): there, a client reconnecting while its server restarts can
 # be given the server's own port, and the server cannot bind it again.
 set -euo pipefail
@@ -37,6 +59,12 @@ pg_port=${FLAKEGEN_PG_PORT:-25432}
 redis_port=${FLAKEGEN_REDIS_PORT:-26379}
 redis_tls_port=${FLAKEGEN_REDIS_TLS_PORT:-26380}
 mysql_port=${FLAKEGEN_MYSQL_PORT:-23306}
+pg_a_port=${FLAKEGEN_PG_A_PORT:-$((pg_port + 1))}
+pg_b_port=${FLAKEGEN_PG_B_PORT:-$((pg_port + 2))}
+redis_a_port=${FLAKEGEN_REDIS_A_PORT:-$((redis_port + 2))}
+redis_b_port=${FLAKEGEN_REDIS_B_PORT:-$((redis_port + 3))}
+mysql_a_port=${FLAKEGEN_MYSQL_A_PORT:-$((mysql_port + 1))}
+mysql_b_port=${FLAKEGEN_MYSQL_B_PORT:-$((mysql_port + 2))}
 password=flakegen-test
 tls="$dir/tls"
 pg_url="postgres://flakegen:$password@127.0.0.1:$pg_port/postgres"
@@ -45,6 +73,9 @@ pg_tls_url="postgres://flakegen_tls:$password@127.0.0.1:$pg_port/postgres?sslmod
 mysql_url="mysql://flakegen:$password@127.0.0.1:$mysql_port/flakegen"
 mysql_tls_url="mysql://flakegen_tls:$password@127.0.0.1:$mysql_port/flakegen?ssl-mode=VERIFY_IDENTITY&ssl-ca=$tls/ca.crt"
 redis_tls_url="rediss://:$password@127.0.0.1:$redis_tls_port/0?sslrootcert=$tls/ca.crt"
+pg_url_at() { echo "postgres://flakegen:$password@127.0.0.1:$1/postgres"; }
+redis_url_at() { echo "redis://:$password@127.0.0.1:$1/0"; }
+mysql_url_at() { echo "mysql://flakegen:$password@127.0.0.1:$1/flakegen"; }
 
 say() { printf 'services: %s\n' "$*" >&2; }
 die() { say "$*"; exit 1; }
@@ -170,10 +201,14 @@ start_redis() {
   mkdir -p "$dir"
   say "starting redis on 127.0.0.1:$redis_port (no persistence)"
   port_free "$redis_tls_port" || die "port $redis_tls_port is taken: set FLAKEGEN_REDIS_TLS_PORT"
+  # A directory of its own, emptied: nothing of a replica's sync (which
+  # writes dump.rdb) is loaded at a start, and a restart comes back empty.
+  rm -rf "$dir/redis-data"
+  mkdir -p "$dir/redis-data"
   redis-server --bind 127.0.0.1 --port "$redis_port" --requirepass "$password" \
     --tls-port "$redis_tls_port" --tls-cert-file "$tls/server.crt" \
     --tls-key-file "$tls/server.key" --tls-ca-cert-file "$tls/ca.crt" --tls-auth-clients no \
-    --save '' --appendonly no --daemonize yes --dir "$dir" \
+    --save '' --appendonly no --daemonize yes --dir "$dir/redis-data" \
     --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
   for _ in $(seq 500); do
     redis-cli -p "$redis_port" -a "$password" --no-auth-warning ping >/dev/null 2>&1 && return
@@ -288,14 +323,446 @@ stop_mariadb() {
 }
 
 
+
+# --- The replicated pairs -----------------------------------------------
+# Each pair keeps its members' data under $dir/<pair>-a and -b, and which
+# member is the primary in $dir/<pair>.primary.
+
+# The member that is not $1.
+other() { if [ "$1" = a ]; then echo b; else echo a; fi; }
+
+# Whether member $2 of pair $1 runs and takes writes.
+is_primary() {
+  running "$1" "$2" || return 1
+  case "$1" in
+    postgres-pair) [ "$(pg_pair_sql "$2" "SELECT pg_is_in_recovery()" 2>/dev/null)" = f ] ;;
+    redis-pair) redis_pair_cli "$2" info replication 2>/dev/null | grep -q '^role:master' ;;
+    mariadb-pair) [ "$(mariadb_pair_sql "$2" "SELECT @@read_only" 2>/dev/null)" = 0 ] ;;
+  esac
+}
+
+# The member that takes writes: as noted, unless the servers say otherwise
+# (a command that stopped half-way), or as noted if neither does.
+primary_of() {
+  local noted other_member
+  noted=$(cat "$dir/$1.primary" 2>/dev/null || echo a)
+  if ! is_primary "$1" "$noted"; then
+    other_member=$(other "$noted")
+    if is_primary "$1" "$other_member"; then
+      echo "$other_member" > "$dir/$1.primary"
+      noted=$other_member
+    fi
+  fi
+  echo "$noted"
+}
+
+# Kills member $2 of pair $1 at once (SIGKILL), as a crash would.
+kill_member() {
+  local pid_file pid
+  case "$1" in
+    postgres-pair) pg_pair_stop "$2"; return ;;
+    redis-pair) pid_file="$dir/redis-pair-$2.pid" ;;
+    mariadb-pair) pid_file="$dir/mariadb-pair-$2/mariadb.pid" ;;
+  esac
+  [ -f "$pid_file" ] || return 0
+  pid=$(head -n 1 "$pid_file")
+  kill -9 "$pid" 2>/dev/null || true
+  wait_gone "$pid"
+  rm -f "$pid_file"
+}
+
+port_of() {
+  local pair=$1 member=$2
+  case "$pair-$member" in
+    postgres-pair-a) echo "$pg_a_port" ;; postgres-pair-b) echo "$pg_b_port" ;;
+    redis-pair-a) echo "$redis_a_port" ;; redis-pair-b) echo "$redis_b_port" ;;
+    mariadb-pair-a) echo "$mysql_a_port" ;; mariadb-pair-b) echo "$mysql_b_port" ;;
+  esac
+}
+
+# PostgreSQL: a primary, and a standby streaming from it (pg_basebackup -R).
+pg_pair_run() {
+  local member=$1 bin data="$dir/postgres-pair-$1" port sockets="$dir/postgres-pair-$1.sockets"
+  bin=$(pg_bin)
+  port=$(port_of postgres-pair "$member")
+  port_free "$port" || die "port $port is taken: set FLAKEGEN_PG_${member^^}_PORT"
+  # Sockets (and their lock files) apart from the data, which a clone copies.
+  mkdir -p "$sockets"
+  chown postgres: "$sockets" 2>/dev/null || true
+  as_postgres "$bin/pg_ctl" start -D "$data" -w -t 30 -l "$dir/postgres-pair-$member.log" \
+    -o "-p $port -k $sockets -c listen_addresses=127.0.0.1 -c fsync=off" >/dev/null ||
+    { tail -20 "$dir/postgres-pair-$member.log" >&2; die "postgres-pair $member did not start"; }
+}
+
+pg_pair_stop() {
+  local bin data="$dir/postgres-pair-$1"
+  bin=$(pg_bin) || return 0
+  [ -f "$data/postmaster.pid" ] || return 0
+  as_postgres "$bin/pg_ctl" stop -D "$data" -m immediate -w -t 30 >/dev/null 2>&1 || true
+}
+
+# A standby of the primary on port $2, in $dir/postgres-pair-$1, anew.
+pg_pair_clone() {
+  local member=$1 from_port=$2 data="$dir/postgres-pair-$1"
+  rm -rf "$data"
+  mkdir -p "$data"
+  chown postgres: "$data" 2>/dev/null || true
+  chmod 700 "$data"
+  as_postgres env PGPASSWORD="$password" pg_basebackup -h 127.0.0.1 -p "$from_port" \
+    -U flakegen -D "$data" -R -X stream >/dev/null 2>"$dir/postgres-pair-$member.clone.log" ||
+    { cat "$dir/postgres-pair-$member.clone.log" >&2; die "pg_basebackup for $member failed"; }
+}
+
+start_postgres_pair() {
+  local bin data="$dir/postgres-pair-a"
+  bin=$(pg_bin) || { install postgresql; bin=$(pg_bin) || die "no initdb after installing postgresql"; }
+  if [ -f "$dir/postgres-pair.primary" ]; then
+    say "postgres-pair already set up"
+    return
+  fi
+  say "postgres-pair: a primary on $pg_a_port, a standby on $pg_b_port"
+  rm -rf "$data" "$dir/postgres-pair-b"
+  mkdir -p "$data"
+  chown postgres: "$dir" "$data" 2>/dev/null || true
+  printf '%s\n' "$password" > "$dir/pgpass-pair"
+  chown postgres: "$dir/pgpass-pair" 2>/dev/null || true
+  as_postgres "$bin/initdb" -D "$data" -U flakegen --pwfile="$dir/pgpass-pair" \
+    --auth=scram-sha-256 --no-sync >/dev/null
+  rm -f "$dir/pgpass-pair"
+  pg_pair_run a
+  pg_pair_clone b "$pg_a_port"
+  pg_pair_run b
+  echo a > "$dir/postgres-pair.primary"
+}
+
+stop_postgres_pair() {
+  pg_pair_stop a
+  pg_pair_stop b
+  rm -f "$dir/postgres-pair.primary"
+}
+
+# psql on member $1 of a pair, as the superuser flakegen.
+pg_pair_sql() {
+  PGPASSWORD=$password psql -qAt -h 127.0.0.1 -p "$(port_of postgres-pair "$1")" -U flakegen \
+    -d postgres -c "$2"
+}
+
+# Redis: a primary, and a replica of it; neither persists.
+redis_pair_run() {
+  local member=$1 port replicaof=()
+  port=$(port_of redis-pair "$member")
+  [ -n "${2:-}" ] && replicaof=(--replicaof 127.0.0.1 "$2" --masterauth "$password")
+  port_free "$port" || die "port $port is taken: set FLAKEGEN_REDIS_${member^^}_PORT"
+  # As the main server: its own directory, emptied, so it starts empty.
+  rm -rf "$dir/redis-pair-$member"
+  mkdir -p "$dir/redis-pair-$member"
+  redis-server --bind 127.0.0.1 --port "$port" --requirepass "$password" \
+    --save '' --appendonly no --daemonize yes --dir "$dir/redis-pair-$member" "${replicaof[@]}" \
+    --repl-diskless-sync-delay 0 \
+    --pidfile "$dir/redis-pair-$member.pid" --logfile "$dir/redis-pair-$member.log" >&2
+  for _ in $(seq 500); do
+    redis_pair_cli "$member" ping >/dev/null 2>&1 && return
+    sleep 0.02
+  done
+  die "redis-pair $member did not start"
+}
+
+redis_pair_cli() {
+  redis-cli -p "$(port_of redis-pair "$1")" -a "$password" --no-auth-warning "${@:2}"
+}
+
+# Waits (10 s) until the replica $1 has synchronised with its primary.
+redis_pair_synced() {
+  for _ in $(seq 500); do
+    redis_pair_cli "$1" info replication 2>/dev/null | grep -q 'master_link_status:up' && return
+    sleep 0.02
+  done
+  die "redis-pair $1 did not synchronise"
+}
+
+start_redis_pair() {
+  command -v redis-server >/dev/null || install redis-server
+  if [ -f "$dir/redis-pair.primary" ]; then
+    say "redis-pair already set up"
+    return
+  fi
+  say "redis-pair: a primary on $redis_a_port, a replica on $redis_b_port"
+  redis_pair_run a
+  redis_pair_run b "$redis_a_port"
+  redis_pair_synced b
+  echo a > "$dir/redis-pair.primary"
+}
+
+stop_redis_pair() {
+  kill_member redis-pair a
+  kill_member redis-pair b
+  rm -f "$dir/redis-pair.primary"
+}
+
+# MariaDB: two masters, each replicating from the other (GTID), one of them
+# read-only: an active-passive pair that a flip or a failover switches.
+mariadb_pair_sql() {
+  mariadb --socket="$dir/mariadb-pair-$1/mariadb.sock" -N -e "$2"
+}
+
+mariadb_pair_run() {
+  local member=$1 bin data="$dir/mariadb-pair-$1" port id
+  bin=$(mariadbd_bin)
+  port=$(port_of mariadb-pair "$member")
+  id=$([ "$member" = a ] && echo 11 || echo 12)
+  port_free "$port" || die "port $port is taken: set FLAKEGEN_MYSQL_${member^^}_PORT"
+  "$bin" --no-defaults --user=mysql --datadir="$data" --port="$port" \
+    --bind-address=127.0.0.1 --socket="$data/mariadb.sock" --pid-file="$data/mariadb.pid" \
+    --log-error="$data/mariadb.log" --server-id="$id" --log-bin="$data/binlog" \
+    --binlog-format=ROW --log-slave-updates=0 --innodb-buffer-pool-size=32M \
+    --innodb-flush-log-at-trx-commit=2 --skip-name-resolve >/dev/null 2>&1 &
+  for _ in $(seq 300); do
+    mariadb-admin --socket="$data/mariadb.sock" ping >/dev/null 2>&1 && return
+    sleep 0.1
+  done
+  tail -20 "$data/mariadb.log" >&2
+  die "mariadb-pair $member did not start"
+}
+
+mariadb_pair_stop() {
+  stop_pid_file "mariadb-pair-$1" "$dir/mariadb-pair-$1/mariadb.pid"
+}
+
+# Member $1 replicates from member $2, from where GTIDs say.
+mariadb_pair_follow() {
+  mariadb_pair_sql "$1" "STOP SLAVE; CHANGE MASTER TO MASTER_HOST='127.0.0.1', \
+    MASTER_PORT=$(port_of mariadb-pair "$2"), MASTER_USER='flakegen', \
+    MASTER_PASSWORD='$password', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1; START SLAVE"
+}
+
+start_mariadb_pair() {
+  local member data
+  mariadbd_bin >/dev/null || install mariadb-server
+  if [ -f "$dir/mariadb-pair.primary" ]; then
+    say "mariadb-pair already set up"
+    return
+  fi
+  say "mariadb-pair: masters on $mysql_a_port (writable) and $mysql_b_port (read-only)"
+  for member in a b; do
+    data="$dir/mariadb-pair-$member"
+    rm -rf "$data"
+    mkdir -p "$data"
+    chown mysql: "$data" 2>/dev/null || true
+    mariadb-install-db --user=mysql --datadir="$data" --skip-test-db \
+      --auth-root-authentication-method=socket >"$dir/mariadb-pair-install.log" 2>&1 ||
+      { tail -20 "$dir/mariadb-pair-install.log" >&2; die "mariadb-install-db failed"; }
+    mariadb_pair_run "$member"
+    mariadb_pair_sql "$member" "SET sql_log_bin = 0; CREATE DATABASE flakegen; \
+      CREATE USER 'flakegen'@'127.0.0.1' IDENTIFIED BY '$password'; \
+      GRANT ALL ON *.* TO 'flakegen'@'127.0.0.1' WITH GRANT OPTION; RESET MASTER;"
+  done
+  mariadb_pair_sql b "SET GLOBAL read_only = ON"
+  mariadb_pair_follow b a
+  mariadb_pair_follow a b
+  echo a > "$dir/mariadb-pair.primary"
+}
+
+stop_mariadb_pair() {
+  mariadb_pair_stop a
+  mariadb_pair_stop b
+  rm -f "$dir/mariadb-pair.primary"
+}
+
+# The replica stops replicating: from now on it misses every write.
+cut_pair() {
+  local pair=$1 replica
+  replica=$(other "$(primary_of "$pair")")
+  case "$pair" in
+    postgres-pair)
+      pg_pair_sql "$replica" "ALTER SYSTEM SET primary_conninfo = ''" >/dev/null
+      pg_pair_sql "$replica" "SELECT pg_reload_conf()" >/dev/null
+      # Until its WAL receiver has gone.
+      for _ in $(seq 100); do
+        [ "$(pg_pair_sql "$replica" "SELECT count(*) FROM pg_stat_wal_receiver")" = 0 ] && break
+        sleep 0.05
+      done
+      ;;
+    # An unreachable primary: the replica keeps its data and gets no more.
+    redis-pair) redis_pair_cli "$replica" replicaof 127.0.0.1 1 >/dev/null ;;
+    mariadb-pair) mariadb_pair_sql "$replica" "STOP SLAVE" ;;
+  esac
+  say "$pair: replica $replica cut off"
+}
+
+# The primary dies (SIGKILL; an immediate stop for PostgreSQL); the
+# replica takes writes.
+promote() {
+  local pair=$1 old new
+  old=$(primary_of "$pair")
+  new=$(other "$old")
+  case "$pair" in
+    postgres-pair)
+      pg_pair_stop "$old"
+      as_postgres "$(pg_bin)/pg_ctl" promote -D "$dir/postgres-pair-$new" -w -t 30 >/dev/null ||
+        die "postgres-pair $new was not promoted"
+      ;;
+    redis-pair)
+      kill_member "$pair" "$old"
+      redis_pair_cli "$new" replicaof no one >/dev/null
+      ;;
+    mariadb-pair)
+      kill_member "$pair" "$old"
+      mariadb_pair_sql "$new" "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = OFF"
+      ;;
+  esac
+  echo "$new" > "$dir/$pair.primary"
+  say "$pair: $new promoted, $old killed"
+}
+
+# Master-master: the primary stays up, read-only; the other takes writes.
+flip() {
+  local old new
+  old=$(primary_of mariadb-pair)
+  new=$(other "$old")
+  mariadb_pair_sql "$old" "SET GLOBAL read_only = ON"
+  mariadb_pair_sql "$new" "SET GLOBAL read_only = OFF"
+  echo "$new" > "$dir/mariadb-pair.primary"
+  say "mariadb-pair: $new takes writes, $old read-only"
+}
+
+# Both masters writable (both), or the primary alone again (one).
+writable() {
+  local replica
+  replica=$(other "$(primary_of mariadb-pair)")
+  case "$1" in
+    both) mariadb_pair_sql "$replica" "SET GLOBAL read_only = OFF" ;;
+    one) mariadb_pair_sql "$replica" "SET GLOBAL read_only = ON" ;;
+    *) die "writable mariadb-pair both|one" ;;
+  esac
+}
+
+# The primary stops and starts again (crash: SIGKILL first, or an
+# immediate stop for PostgreSQL); Redis comes back empty.
+restart_primary() {
+  local pair=$1 how=$2 member
+  member=$(primary_of "$pair")
+  case "$pair" in
+    postgres-pair)
+      pg_pair_stop "$member"
+      pg_pair_run "$member"
+      ;;
+    redis-pair)
+      if [ "$how" = crash ]; then
+        kill_member "$pair" "$member"
+      else
+        stop_pid_file "redis-pair-$member" "$dir/redis-pair-$member.pid"
+      fi
+      redis_pair_run "$member"
+      ;;
+    mariadb-pair)
+      if [ "$how" = crash ]; then
+        kill_member "$pair" "$member"
+      else
+        mariadb_pair_stop "$member"
+      fi
+      mariadb_pair_run "$member"
+      ;;
+  esac
+}
+
+# Whether member $2 of pair $1 runs.
+running() {
+  local pid_file
+  case "$1" in
+    postgres-pair) pid_file="$dir/postgres-pair-$2/postmaster.pid" ;;
+    redis-pair) pid_file="$dir/redis-pair-$2.pid" ;;
+    mariadb-pair) pid_file="$dir/mariadb-pair-$2/mariadb.pid" ;;
+  esac
+  [ -f "$pid_file" ] && kill -0 "$(head -n 1 "$pid_file")" 2>/dev/null
+}
+
+# The pair made whole from whatever state a failover (or a test that
+# stopped half-way) left: the primary running and taking writes, the other
+# member rebuilt from it, replicating.
+rejoin() {
+  local pair=$1 primary stale file pos
+  primary=$(primary_of "$pair")
+  stale=$(other "$primary")
+  case "$pair" in
+    postgres-pair)
+      running "$pair" "$primary" || pg_pair_run "$primary"
+      if [ -f "$dir/postgres-pair-$primary/standby.signal" ]; then
+        as_postgres "$(pg_bin)/pg_ctl" promote -D "$dir/postgres-pair-$primary" -w -t 30 >/dev/null
+      fi
+      pg_pair_stop "$stale"
+      pg_pair_clone "$stale" "$(port_of postgres-pair "$primary")"
+      pg_pair_run "$stale"
+      ;;
+    redis-pair)
+      if running "$pair" "$primary"; then
+        redis_pair_cli "$primary" replicaof no one >/dev/null
+      else
+        redis_pair_run "$primary"
+      fi
+      kill_member "$pair" "$stale"
+      redis_pair_run "$stale" "$(port_of redis-pair "$primary")"
+      redis_pair_synced "$stale"
+      ;;
+    mariadb-pair)
+      running "$pair" "$primary" || mariadb_pair_run "$primary"
+      mariadb_pair_sql "$primary" "SET GLOBAL read_only = OFF"
+      running "$pair" "$stale" || mariadb_pair_run "$stale"
+      # Its data and history are dropped, and the primary's loaded with
+      # the GTID position they are at.
+      mariadb_pair_sql "$stale" "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = ON; \
+        RESET MASTER; SET sql_log_bin = 0; DROP DATABASE IF EXISTS flakegen; \
+        CREATE DATABASE flakegen"
+      mariadb-dump --socket="$dir/mariadb-pair-$primary/mariadb.sock" --single-transaction \
+        --gtid --master-data=1 flakegen > "$dir/mariadb-pair.dump" ||
+        die "mariadb-dump of mariadb-pair $primary failed"
+      { echo "SET sql_log_bin = 0;"; cat "$dir/mariadb-pair.dump"; } |
+        mariadb --socket="$dir/mariadb-pair-$stale/mariadb.sock" flakegen ||
+        die "loading the dump into mariadb-pair $stale failed"
+      mariadb_pair_follow "$stale" "$primary"
+      # The primary follows the rebuilt one again, from its fresh binlog.
+      read -r file pos < <(mariadb_pair_sql "$stale" "SHOW MASTER STATUS" | cut -f1,2)
+      mariadb_pair_sql "$primary" "STOP SLAVE; CHANGE MASTER TO MASTER_HOST='127.0.0.1', \
+        MASTER_PORT=$(port_of mariadb-pair "$stale"), MASTER_USER='flakegen', \
+        MASTER_PASSWORD='$password', MASTER_USE_GTID=no, MASTER_LOG_FILE='$file', \
+        MASTER_LOG_POS=$pos, MASTER_CONNECT_RETRY=1; START SLAVE"
+      ;;
+  esac
+  say "$pair: $stale rebuilt from $primary, replicating"
+}
+
 command=${1:-}
 which=${2:-all}
-case "$which" in all | postgres | redis | mariadb) ;; *) die "unknown service $which: use postgres, redis or mariadb" ;; esac
+# What was done to the servers, and when: for reading after a failed test.
+[ -d "$dir" ] && printf '%s %s\n' "$(date +%T.%N)" "$*" >> "$dir/services.log"
+pairs="postgres-pair redis-pair mariadb-pair"
+case "$command" in
+  cut | promote | rejoin | primary)
+    case "$which" in postgres-pair | redis-pair | mariadb-pair) ;; *) die "$command takes a pair: $pairs" ;; esac ;;
+  flip | writable)
+    [ "$which" = mariadb-pair ] || die "$command takes mariadb-pair" ;;
+  *)
+    case "$which" in all | postgres | redis | mariadb | postgres-pair | redis-pair | mariadb-pair) ;;
+      *) die "unknown service $which: use postgres, redis, mariadb or a pair ($pairs)" ;; esac ;;
+esac
+pair_exports() {
+  case "$1" in
+    postgres-pair)
+      echo "export FLAKEGEN_TEST_POSTGRES_A_URL=$(pg_url_at "$pg_a_port")"
+      echo "export FLAKEGEN_TEST_POSTGRES_B_URL=$(pg_url_at "$pg_b_port")" ;;
+    redis-pair)
+      echo "export FLAKEGEN_TEST_REDIS_A_URL=$(redis_url_at "$redis_a_port")"
+      echo "export FLAKEGEN_TEST_REDIS_B_URL=$(redis_url_at "$redis_b_port")" ;;
+    mariadb-pair)
+      echo "export FLAKEGEN_TEST_MYSQL_A_URL=$(mysql_url_at "$mysql_a_port")"
+      echo "export FLAKEGEN_TEST_MYSQL_B_URL=$(mysql_url_at "$mysql_b_port")" ;;
+  esac
+}
 case "$command" in
   start)
     mkdir -p "$dir"
     make_certs
     echo "export FLAKEGEN_TEST_OTHER_CA=$tls/other-ca.crt"
+    echo "export FLAKEGEN_SERVICES_DIR=$dir"
     if [ "$which" = all ] || [ "$which" = postgres ]; then
       start_postgres
       echo "export FLAKEGEN_TEST_POSTGRES_URL=$pg_url"
@@ -311,21 +778,43 @@ case "$command" in
       echo "export FLAKEGEN_TEST_MYSQL_URL=$mysql_url"
       echo "export FLAKEGEN_TEST_MYSQL_TLS_URL='$mysql_tls_url'"
     fi
+    for pair in $pairs; do
+      if [ "$which" = all ] || [ "$which" = "$pair" ]; then
+        "start_${pair//-/_}"
+        pair_exports "$pair"
+      fi
+    done
     ;;
   crash)
     case "$which" in
       redis) crash redis "$dir/redis.pid" ;;
       mariadb) crash mariadb "$dir/mariadb/mariadb.pid" ;;
-      *) die "redis or mariadb can be crashed: use stop and start for postgres" ;;
+      *-pair) restart_primary "$which" crash ;;
+      *) die "redis, mariadb or a pair's primary can be crashed: use stop and start for postgres" ;;
     esac
     ;;
+  restart)
+    case "$which" in
+      *-pair) restart_primary "$which" restart ;;
+      *) "stop_$which"; "start_$which" ;;
+    esac
+    ;;
+  primary) primary_of "$which" ;;
+  cut) cut_pair "$which" ;;
+  promote) promote "$which" ;;
+  flip) flip ;;
+  writable) writable "${3:-}" ;;
+  rejoin) rejoin "$which" ;;
   stop)
     if [ "$which" = all ] || [ "$which" = postgres ]; then stop_postgres; fi
     if [ "$which" = all ] || [ "$which" = redis ]; then stop_redis; fi
     if [ "$which" = all ] || [ "$which" = mariadb ]; then stop_mariadb; fi
+    for pair in $pairs; do
+      if [ "$which" = all ] || [ "$which" = "$pair" ]; then "stop_${pair//-/_}"; fi
+    done
     if [ "$which" = all ]; then rm -rf "$dir"; fi
     ;;
   *)
-    die "usage: $0 start|stop [postgres|redis|mariadb], or $0 crash redis|mariadb"
+    die "usage: $0 start|stop [service], crash redis|mariadb, or cut|promote|rejoin|primary PAIR (see the top of this file)"
     ;;
 esac

@@ -146,6 +146,7 @@ fn a_stopped_clock_costs_max_wait_and_a_moving_one_nothing_more() {
 fn a_ticker_without_its_thread_still_moves_on() {
     current_thread().block_on(async {
         let generator = Builder::new()
+            .worker(1)
             .layout(NARROW)
             .build_ticker_without_thread()
             .unwrap();

@@ -18,6 +18,7 @@ fn a_layout_that_has_run_out_issues_nothing_after_a_restart() {
     for strategy in STRATEGIES {
         for _restart in 0..2 {
             match Builder::new()
+                .worker(1)
                 .layout(RAN_OUT)
                 .clock(SystemClock)
                 .build(strategy)
@@ -32,11 +33,48 @@ fn a_layout_that_has_run_out_issues_nothing_after_a_restart() {
     }
 }
 
+/// At exactly `exhausted_at()` the clock reads the first unit past the
+/// layout: a generator built there could only issue the last unit again,
+/// which an earlier one may have issued. A millisecond before, the last
+/// unit is still the clock's, and a build issues it.
+#[test]
+fn a_build_at_exactly_the_end_is_an_error_and_one_before_it_issues() {
+    let end = Layout::TWITTER.exhausted_at();
+    for strategy in STRATEGIES {
+        let at_end = ManualClock::new(end);
+        match Builder::new().worker(1).clock(at_end).build(strategy) {
+            Err(BuildError::LayoutExhausted { end_unix_millis }) => {
+                let end_ms = end
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis();
+                assert_eq!(u128::from(end_unix_millis), end_ms, "{strategy}");
+            }
+            other => panic!(
+                "{strategy}: a build at exhausted_at(): {:?}",
+                other.map(|_| ())
+            ),
+        }
+        let before = ManualClock::new(end - Duration::from_millis(1));
+        let g = build(strategy, Builder::new().worker(2).clock(before));
+        let id = g.next_id().unwrap();
+        let fields = Layout::TWITTER.decode(id).unwrap();
+        assert_eq!(
+            fields.timestamp,
+            Layout::TWITTER.max_timestamp(),
+            "{strategy}"
+        );
+    }
+}
+
 #[test]
 fn a_clock_past_the_end_at_build_is_an_error() {
     let past_end = ManualClock::new(Layout::TWITTER.exhausted_at() + Duration::from_millis(1));
     for strategy in STRATEGIES {
-        let built = Builder::new().clock(past_end.clone()).build(strategy);
+        let built = Builder::new()
+            .worker(1)
+            .clock(past_end.clone())
+            .build(strategy);
         assert!(
             matches!(built, Err(BuildError::LayoutExhausted { .. })),
             "{strategy}"

@@ -41,6 +41,7 @@ fn cases() -> Vec<Case> {
         for strategy in Strategy::ALL {
             let too_large = layout.max_worker() + 1;
             let builder = Builder::new()
+                .worker(0)
                 .layout(layout)
                 .worker(too_large)
                 .clock(clock());
@@ -98,6 +99,7 @@ fn cases() -> Vec<Case> {
     case(
         "epoch in the future",
         err(Builder::new()
+            .worker(1)
             .layout(
                 Layout::builder()
                     .epoch_unix_millis(START_MS + 60_000)
@@ -110,11 +112,29 @@ fn cases() -> Vec<Case> {
         "epoch in the past",
     );
     case(
+        "no worker id",
+        err(Builder::new().clock(clock()).build_atomic()),
+        |e| matches!(e, Error::Build(BuildError::NoWorker)),
+        "(Builder::worker)",
+    );
+    case(
+        "a worker id a live generator of this process has",
+        {
+            let clock = clock();
+            let first = Builder::new().worker(9).clock(clock.clone()).build_atomic();
+            let second = err(Builder::new().worker(9).clock(clock).build_mutex());
+            drop(first);
+            second
+        },
+        |e| matches!(e, Error::Build(BuildError::WorkerInUse { worker: 9 })),
+        "share that one",
+    );
+    case(
         "clock past the layout's end at build",
         {
             let past_end =
                 ManualClock::new(Layout::TWITTER.exhausted_at() + Duration::from_secs(1));
-            err(Builder::new().clock(past_end).build_mutex())
+            err(Builder::new().worker(0).clock(past_end).build_mutex())
         },
         |e| matches!(e, Error::Build(BuildError::LayoutExhausted { .. })),
         "check that the clock is right",
@@ -125,6 +145,7 @@ fn cases() -> Vec<Case> {
             let last_unit =
                 ManualClock::new(Layout::TWITTER.exhausted_at() - Duration::from_millis(1));
             let g = Builder::new()
+                .worker(0)
                 .clock(last_unit.clone())
                 .build_mutex()
                 .unwrap();
@@ -138,6 +159,7 @@ fn cases() -> Vec<Case> {
     case(
         "resume after an id further ahead than max_wait",
         err(Builder::new()
+            .worker(0)
             .clock(clock())
             .resume_after(
                 Layout::TWITTER
@@ -156,6 +178,7 @@ fn cases() -> Vec<Case> {
     case(
         "resume after an id from another layout",
         err(Builder::new()
+            .worker(0)
             .clock(clock())
             .resume_after(Snowflake::from_u64(u64::MAX))
             .build_mutex()),
@@ -165,6 +188,7 @@ fn cases() -> Vec<Case> {
     case(
         "resume after the layout's last id",
         err(Builder::new()
+            .worker(0)
             .clock(clock())
             .resume_after(Snowflake::from_u64((1 << 63) - 1))
             .build_mutex()),

@@ -229,6 +229,8 @@ fn resume_after_never_reissues_across_a_restart_with_a_slower_clock() {
         );
         clock.advance(Duration::from_secs(2));
         assert!(after.next_id().unwrap() > last, "{strategy}");
+        // Each restart comes after the process before it has gone.
+        drop(after);
 
         // With a lead that covers the gap, it carries straight on.
         clock.rewind(Duration::from_secs(2));
@@ -240,6 +242,7 @@ fn resume_after_never_reissues_across_a_restart_with_a_slower_clock() {
                 .resume_after(last),
         );
         assert!(lenient.try_next_id().unwrap() > last, "{strategy}");
+        drop(lenient);
 
         // Resuming after another worker's ID skips that ID's whole unit.
         let other = Layout::TWITTER
@@ -278,6 +281,7 @@ fn a_clock_past_the_layout_end_is_an_error_not_a_wrap() {
         let generator = build(
             strategy,
             Builder::new()
+                .worker(1)
                 .layout(short)
                 .clock(clock.clone())
                 .max_lead(millis(5)),
@@ -403,7 +407,11 @@ fn dropping_a_ticker_does_not_sleep_out_its_unit() {
         .unit(Duration::from_secs(3600))
         .build()
         .unwrap();
-    let generator = Builder::new().layout(hourly).build_ticker().unwrap();
+    let generator = Builder::new()
+        .worker(1)
+        .layout(hourly)
+        .build_ticker()
+        .unwrap();
     generator.next_id().unwrap();
     thread::sleep(millis(20)); // let the thread go to sleep
     let (done_tx, done_rx) = std::sync::mpsc::channel();

@@ -1,7 +1,8 @@
 //! The lease contract (see `flakegen::lease`), the suite of
 //! `flakegen-contract`, over every registry: `MemoryRegistry` always, and
-//! PostgreSQL, Redis and MySQL (MariaDB) when their features are on, at the
-//! URLs `scripts/services.sh start` exports.
+//! PostgreSQL, Redis and MySQL (MariaDB) when their features are on, each
+//! a primary with a replica from `scripts/services.sh start`, which the
+//! failover rules promote.
 //!
 //! ```text
 //! cargo test --test lease_contract                     # memory only, no server
@@ -26,19 +27,39 @@ mod memory {
     flakegen_contract::suite!(super::Memory::default(), freeze, failover, inspect);
 }
 
+// Each backend's replicated pair, through an address that follows its
+// primary: every rule, and those of a failover.
 #[cfg(feature = "postgres")]
 mod postgres {
-    flakegen_contract::suite!(crate::common::backend::Backend::Postgres, freeze, inspect);
+    use crate::common::pair::Pair;
+    flakegen_contract::suite!(
+        Pair::new(&crate::common::postgres::BACKEND),
+        freeze,
+        failover,
+        inspect
+    );
 }
 
 #[cfg(feature = "redis")]
 mod redis {
-    flakegen_contract::suite!(crate::common::backend::Backend::Redis, freeze, inspect);
+    use crate::common::pair::Pair;
+    flakegen_contract::suite!(
+        Pair::new(&crate::common::redis::BACKEND),
+        freeze,
+        failover,
+        inspect
+    );
 }
 
 #[cfg(feature = "mysql")]
 mod mysql {
-    flakegen_contract::suite!(crate::common::backend::Backend::Mysql, freeze, inspect);
+    use crate::common::pair::Pair;
+    flakegen_contract::suite!(
+        Pair::new(&crate::common::mysql::BACKEND),
+        freeze,
+        failover,
+        inspect
+    );
 }
 
 /// A `MemoryRegistry` that can be frozen as a server can (calls wait until

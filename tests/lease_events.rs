@@ -128,6 +128,8 @@ fn each_change_of_a_lease_is_one_event() {
         assert!(std::time::Instant::now() < again, "never issued again");
         thread::sleep(Duration::from_millis(10));
     }
+    // Said when the new lease's IDs could start.
+    recorder.wait_for("lease issuing again", 1);
     drop(generator);
     recorder.wait_for("lease released", 1);
 
@@ -166,6 +168,7 @@ fn each_change_of_a_lease_is_one_event() {
         "lease recovered",
         "lease lost",
         "lease reacquired",
+        "lease issuing again",
         "lease reacquisition failing",
         "lease released",
         "lease not released",
@@ -182,6 +185,7 @@ fn each_change_of_a_lease_is_one_event() {
             ("lease recovered", 1),
             ("lease lost", 2),
             ("lease reacquired", 1),
+            ("lease issuing again", 1),
             ("lease reacquisition failing", 0),
             ("lease released", 2),
             // Dropped after its loss: nothing of its own to release.
@@ -193,9 +197,31 @@ fn each_change_of_a_lease_is_one_event() {
         for field in ["namespace", "worker", "fence_unix_millis"] {
             assert!(event.fields.contains_key(field), "{field}: {event:?}");
         }
-        let trouble = ["failing", "fence reached", "lost"];
-        if trouble.iter().any(|t| event.message.contains(t)) {
+        let trouble = [
+            "renewals failing",
+            "reacquisition failing",
+            "fence reached",
+            "lost",
+        ];
+        if trouble
+            .iter()
+            .any(|t| event.message.starts_with(&format!("lease {t}")))
+        {
             assert!(event.level <= Level::WARN, "{event:?}");
+        }
+        // Each says what the generator does now, and until when.
+        if event.message.starts_with("lease lost") {
+            assert!(
+                event.message.contains("issues up to its fence (unix ms"),
+                "{event:?}"
+            );
+        }
+        if event.message.starts_with("lease reacquired") {
+            assert!(
+                event.message.contains("its IDs start at unix ms")
+                    || event.message.contains("issues again"),
+                "{event:?}"
+            );
         }
         // Only an event about a failure carries the error, and it always does.
         let failed = [

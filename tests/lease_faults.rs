@@ -8,9 +8,15 @@
 //! leasing again by itself (healing). Meanwhile the driver injects faults at
 //! random: `SIGSTOP` (past the TTL, often) and `SIGKILL` of holders, server
 //! freezes (`SIGSTOP` of the server), server restarts one at a time and in
-//! bursts (Redis comes back empty: a loss), MariaDB crashes (`SIGKILL`:
-//! InnoDB keeps every commit), and `TRUNCATE` bursts on PostgreSQL and
-//! MariaDB (a loss). At the end, one merged check of every ID, per
+//! bursts (Redis comes back empty: a loss), crashes (`SIGKILL`: InnoDB
+//! keeps every commit, Redis nothing), `TRUNCATE` bursts on PostgreSQL and
+//! MariaDB (a loss), failovers to a replica that missed the last renewals
+//! (the primary dies, the replica is promoted, clients follow through a
+//! forwarder), and on MariaDB master-master flips (the writable side turns
+//! read-only and the other takes writes, at times after missing renewals).
+//! The registry is each backend's replicated pair from
+//! `scripts/services.sh`; after each failover the old primary is rebuilt as
+//! the new one's replica. At the end, one merged check of every ID, per
 //! namespace: no duplicates; no two leases of one worker id whose IDs
 //! interleave; no ID at or past the fence its lease held. And after every
 //! loss, each never-rebuilding helper issues again, under a new lease,
@@ -361,7 +367,8 @@ mod faults {
     use flakegen::{Layout, Snowflake};
 
     use super::helper::Orders;
-    use crate::common::backend::{Backend, signal_all};
+    use crate::common::backend::{ALL, Backend, signal_all};
+    use crate::common::pair::Pair;
 
     /// Runs the randomized test on every backend (or those named), and
     /// prints the plain closing line.
@@ -385,16 +392,19 @@ mod faults {
         let named: Vec<&str> = args
             .iter()
             .map(String::as_str)
-            .filter(|a| Backend::all().iter().any(|b| b.name() == *a))
+            .filter(|a| ALL.iter().any(|b| b.name == *a))
             .collect();
         println!("lease_faults: seed {seed}, {seconds} s per backend (replay with --seed {seed})");
         let (mut passed, mut failed) = (0, 0);
-        for backend in Backend::all() {
-            if !named.is_empty() && !named.contains(&backend.name()) {
+        for &backend in ALL {
+            if !named.is_empty() && !named.contains(&backend.name) {
                 continue;
             }
             let started = Instant::now();
-            println!("randomized faults on {}", backend.name());
+            println!(
+                "randomized faults on {} (a primary and its replica)",
+                backend.name
+            );
             let run = || randomized(backend, seed, Duration::from_secs(seconds));
             match panic::catch_unwind(AssertUnwindSafe(run)) {
                 Ok(()) => {
@@ -460,7 +470,7 @@ mod faults {
     }
 
     struct Scenario {
-        backend: Backend,
+        pair: Pair,
         stamp: String,
         dir: PathBuf,
         worker_bits: u32,
@@ -468,13 +478,13 @@ mod faults {
     }
 
     impl Scenario {
-        fn new(backend: Backend, worker_bits: u32) -> Scenario {
+        fn new(backend: &'static Backend, worker_bits: u32) -> Scenario {
             let nanos = super::helper::real_nanos();
             let stamp = format!("{}-{nanos}", std::process::id());
             let dir = std::env::temp_dir().join(format!("flakegen-faults-{stamp}"));
             fs::create_dir_all(&dir).unwrap();
             Scenario {
-                backend,
+                pair: Pair::new(backend),
                 stamp,
                 dir,
                 worker_bits,
@@ -493,7 +503,7 @@ mod faults {
             let out = self.dir.join(format!("{index}.ids"));
             let log = fs::File::create(self.dir.join(format!("{index}.log"))).unwrap();
             let orders = Orders {
-                url: self.backend.url(),
+                url: self.pair.url(),
                 namespace: self.namespace(group),
                 worker_bits: self.worker_bits,
                 duration_ms,
@@ -563,10 +573,16 @@ mod faults {
                     .filter(|(_, h)| h.group == group)
                     .map(|(p, _)| p)
                     .collect();
-                let context = format!("{}/{}", self.backend.name(), group.name());
+                let context = format!("{}/{}", self.pair.backend.name, group.name());
                 check(&context, &layout, &members);
             }
-            heal_check(self.backend, &self.helpers, &processes, faults, ended_ns);
+            heal_check(
+                self.pair.backend,
+                &self.helpers,
+                &processes,
+                faults,
+                ended_ns,
+            );
             fs::remove_dir_all(&self.dir).unwrap();
         }
     }
@@ -731,7 +747,7 @@ mod faults {
     /// each healing helper that ran throughout, unpaused, issued an ID
     /// under a lease acquired after the loss began, within the bound.
     fn heal_check(
-        backend: Backend,
+        backend: &Backend,
         helpers: &[Helper],
         processes: &[Process],
         faults: &[Fault],
@@ -777,16 +793,14 @@ mod faults {
                     panic!(
                         "{}: healing helper {index} never issued again after the {} ending \
                          at {}",
-                        backend.name(),
-                        loss.kind,
-                        loss.end_ns
+                        backend.name, loss.kind, loss.end_ns
                     );
                 };
                 let took = at - loss.end_ns;
                 assert!(
                     took <= bound,
                     "{}: healing helper {index} issued again {} ms after the {}, past {} ms",
-                    backend.name(),
+                    backend.name,
                     took / 1_000_000,
                     loss.kind,
                     bound / 1_000_000
@@ -807,12 +821,12 @@ mod faults {
         };
         let mut all: Vec<u128> = took_ms.iter().map(|&(_, t)| t).collect();
         if all.is_empty() {
-            println!("  {}/healing: no heal to check", backend.name());
+            println!("  {}/healing: no heal to check", backend.name);
             return;
         }
         println!(
             "  {}/healing, from a loss to issuing again (bound {} ms): {}",
-            backend.name(),
+            backend.name,
             bound / 1_000_000,
             said(&mut all)
         );
@@ -843,7 +857,7 @@ mod faults {
 
     /// Contending and healing helpers under random faults for `duration`,
     /// then the checks.
-    fn randomized(backend: Backend, seed: u64, duration: Duration) {
+    fn randomized(backend: &'static Backend, seed: u64, duration: Duration) {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut scenario = Scenario::new(backend, 2);
         let started = Instant::now();
@@ -874,7 +888,9 @@ mod faults {
                 .collect();
             let pick = live[random.between(0, live.len() as u64) as usize];
             let start_ns = now();
-            let (kind, helper, loss) = match random.between(0, 7) {
+            let pair = &scenario.pair;
+            let redis = backend.name == "redis";
+            let (kind, helper, loss) = match random.between(0, 10) {
                 0 => {
                     // Often past the TTL, so the id is taken meanwhile.
                     let pause = Duration::from_millis(random.between(300, 2_500));
@@ -899,30 +915,29 @@ mod faults {
                     ("holder killed", Some(pick), false)
                 }
                 2 => {
-                    let pids = backend.server_pids();
+                    let pids = pair.pids();
                     signal_all(&pids, "-STOP");
                     thread::sleep(Duration::from_millis(random.between(300, 2_500)));
                     signal_all(&pids, "-CONT");
                     ("server frozen", None, false)
                 }
-                3 if backend.name() == "mysql" && random.between(0, 2) == 0 => {
-                    // SIGKILL: InnoDB recovers every commit from its log.
-                    backend.services("crash");
-                    ("server crashed", None, false)
+                3 if backend.crashes && random.between(0, 2) == 0 => {
+                    // SIGKILL: InnoDB recovers every commit from its log;
+                    // Redis comes back empty.
+                    pair.services("crash");
+                    ("server crashed", None, redis)
                 }
                 3 => {
-                    backend.services("stop");
-                    backend.services("start");
+                    pair.services("restart");
                     // Redis runs without persistence: a restart is a loss.
-                    ("server restarted", None, backend.name() == "redis")
+                    ("server restarted", None, redis)
                 }
                 4 => {
                     for _ in 0..random.between(2, 4) {
-                        backend.services("stop");
-                        backend.services("start");
+                        pair.services("restart");
                         thread::sleep(Duration::from_millis(random.between(100, 400)));
                     }
-                    ("restart burst", None, backend.name() == "redis")
+                    ("restart burst", None, redis)
                 }
                 6 => {
                     // Displaced, then a loss: the holder comes back to a
@@ -930,7 +945,7 @@ mod faults {
                     let ttl = super::helper::TTL_MS;
                     scenario.signal(pick, "-STOP");
                     thread::sleep(Duration::from_millis(random.between(ttl + 200, ttl + 800)));
-                    backend.lose_data();
+                    pair.lose();
                     scenario.signal(pick, "-CONT");
                     faults.push(Fault {
                         kind: "holder paused",
@@ -941,16 +956,65 @@ mod faults {
                     });
                     ("holder displaced, then a loss", None, true)
                 }
-                _ if backend.name() != "redis" => {
+                7 | 8 if backend.name == "mysql" && random.between(0, 2) == 0 => {
+                    // Master-master: the other side takes writes, at times
+                    // after missing the last renewals.
+                    let lagging = random.between(0, 2) == 0;
+                    if lagging {
+                        pair.services("cut");
+                        thread::sleep(Duration::from_millis(random.between(200, 1_500)));
+                    }
+                    pair.flip();
+                    let end_ns = now();
+                    pair.services("rejoin");
+                    faults.push(Fault {
+                        kind: if lagging {
+                            "master-master flip, lagging"
+                        } else {
+                            "master-master flip"
+                        },
+                        start_ns,
+                        end_ns,
+                        helper: None,
+                        loss: true,
+                    });
+                    if random.between(0, 2) == 0 {
+                        // Quiet for a while, so the healing helpers can be seen to heal.
+                        thread::sleep(HEAL_BOUND + Duration::from_millis(500));
+                    }
+                    continue;
+                }
+                7 | 8 => {
+                    // The replica stops replicating, the primary goes on
+                    // confirming renewals it never gets, then the primary
+                    // dies and the replica is promoted.
+                    pair.services("cut");
+                    thread::sleep(Duration::from_millis(random.between(200, 1_500)));
+                    flakegen_contract::Failover::promote(pair);
+                    let end_ns = now();
+                    pair.services("rejoin");
+                    faults.push(Fault {
+                        kind: "failover to a lagging replica",
+                        start_ns,
+                        end_ns,
+                        helper: None,
+                        loss: true,
+                    });
+                    if random.between(0, 2) == 0 {
+                        // Quiet for a while, so the healing helpers can be seen to heal.
+                        thread::sleep(HEAL_BOUND + Duration::from_millis(500));
+                    }
+                    continue;
+                }
+                _ if !redis => {
                     for _ in 0..random.between(1, 4) {
-                        backend.lose_data();
+                        pair.lose();
                         thread::sleep(Duration::from_millis(random.between(50, 300)));
                     }
                     ("truncate burst", None, true)
                 }
                 _ => {
-                    backend.services("stop");
-                    backend.services("start");
+                    pair.services("restart");
                     ("server restarted", None, true)
                 }
             };

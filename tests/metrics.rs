@@ -189,6 +189,7 @@ fn refusals_are_counted_by_kind_and_waits_by_cause() {
         .build_const();
     let clock = ManualClock::from_unix_millis(1_704_067_200_000);
     let g = Builder::new()
+        .worker(1)
         .layout(narrow)
         .clock(clock.clone())
         .max_wait(Duration::from_millis(20))
@@ -210,7 +211,11 @@ fn refusals_are_counted_by_kind_and_waits_by_cause() {
 
     // On a clock that moves, a used-up unit costs a short wait, counted;
     // the calls that did not wait are not.
-    let g = Builder::new().layout(narrow).build_atomic().unwrap();
+    let g = Builder::new()
+        .worker(1)
+        .layout(narrow)
+        .build_atomic()
+        .unwrap();
     let before = waits("unit").len();
     let mut ids = [flakegen::Snowflake::default(); 4];
     for _ in 0..10 {

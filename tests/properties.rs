@@ -476,8 +476,16 @@ proptest! {
 }
 
 #[test]
-fn builder_default_is_twitter_at_worker_zero() {
+fn builder_default_is_twitter_with_no_worker_id() {
+    let built = Builder::new()
+        .clock(ManualClock::from_unix_millis(START_MS))
+        .build_mutex();
+    assert!(
+        matches!(built, Err(flakegen::BuildError::NoWorker)),
+        "{built:?}"
+    );
     let g = Builder::new()
+        .worker(0)
         .clock(ManualClock::from_unix_millis(START_MS))
         .build_mutex()
         .unwrap();

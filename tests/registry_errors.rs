@@ -5,7 +5,6 @@
 
 mod common;
 
-use common::backend::Backend;
 use flakegen::lease::LeaseError;
 use flakegen::lease::backend::{Expect, NewRecord, Registry};
 
@@ -57,8 +56,9 @@ fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
 #[cfg(feature = "postgres")]
 #[test]
 fn a_role_that_may_not_create_the_table_is_told_how_to_get_it() {
-    let admin_url = Backend::Postgres.url();
-    let admin = |sql: &str| Backend::Postgres.sql(sql);
+    let postgres = &common::postgres::BACKEND;
+    let admin_url = postgres.url();
+    let admin = |sql: &str| postgres.sql(&admin_url, sql);
     let database = format!("flakegen_forbidden_{}", std::process::id());
     admin(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
     admin("DROP ROLE IF EXISTS flakegen_app");
@@ -78,7 +78,7 @@ fn a_role_that_may_not_create_the_table_is_told_how_to_get_it() {
 #[cfg(feature = "redis")]
 #[test]
 fn a_redis_that_wants_a_password_says_so() {
-    let url = as_user(&Backend::Redis.url(), "", "0");
+    let url = as_user(&common::redis::BACKEND.url(), "", "0");
     let registry = flakegen::lease::RedisRegistry::new(&url).unwrap();
     for e in every_step(&registry) {
         assert!(matches!(e, LeaseError::Unauthorized { .. }), "{e:?}");
@@ -95,14 +95,15 @@ fn a_redis_that_wants_a_password_says_so() {
 fn a_mysql_user_that_may_not_create_the_table_is_told_how_to_get_it() {
     let database = format!("flakegen_forbidden_{}", std::process::id());
     let user = format!("flakegen_app_{}", std::process::id());
-    let admin = |sql: &str| Backend::Mysql.sql(sql);
+    let mysql = &common::mysql::BACKEND;
+    let admin = |sql: &str| mysql.sql(&mysql.url(), sql);
     admin(&format!(
         "DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database}; \
          DROP USER IF EXISTS {user}; CREATE USER {user} IDENTIFIED BY 'app'; \
          GRANT SELECT ON {database}.* TO {user}"
     ));
 
-    let url = as_user(&Backend::Mysql.url(), &format!("{user}:app@"), &database);
+    let url = as_user(&mysql.url(), &format!("{user}:app@"), &database);
     let registry = flakegen::lease::MysqlRegistry::new(&url).unwrap();
     refused_with_the_ddl(&registry, "CREATE command denied", "MysqlRegistry::DDL");
     drop(registry);
@@ -114,7 +115,7 @@ fn a_mysql_user_that_may_not_create_the_table_is_told_how_to_get_it() {
 #[cfg(feature = "mysql")]
 #[test]
 fn a_mysql_database_that_does_not_exist_is_named() {
-    let url = Backend::Mysql.url();
+    let url = common::mysql::BACKEND.url();
     let (base, _) = url.rsplit_once('/').unwrap();
     let registry = flakegen::lease::MysqlRegistry::new(&format!("{base}/no_such_db")).unwrap();
     for e in every_step(&registry) {
@@ -130,7 +131,7 @@ fn a_mysql_database_that_does_not_exist_is_named() {
 #[cfg(feature = "mysql")]
 #[test]
 fn a_wrong_mysql_password_is_said_as_credentials() {
-    let url = Backend::Mysql.url();
+    let url = common::mysql::BACKEND.url();
     let database = url.rsplit('/').next().unwrap();
     let url = as_user(&url, "flakegen:wrong@", database);
     let registry = flakegen::lease::MysqlRegistry::new(&url).unwrap();

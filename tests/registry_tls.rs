@@ -12,7 +12,7 @@ mod common;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use common::backend::{Backend, unknown_ca};
+use common::backend::{ALL, unknown_ca};
 use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, Layout};
 
@@ -26,14 +26,14 @@ fn serial() -> MutexGuard<'static, ()> {
 #[test]
 fn a_verified_lease_over_tls_issues_and_releases() {
     let _serial = serial();
-    for backend in Backend::all() {
+    for backend in ALL {
         let registry = lease::connect(&backend.tls_url()).unwrap();
         let lease = Lease::new(registry, "tls").ttl(Duration::from_secs(2));
         let generator = Builder::new()
             .layout(ONE_ID_PER_TEST)
             .lease(lease)
             .build_atomic()
-            .unwrap_or_else(|e| panic!("{}: {e}", backend.name()));
+            .unwrap_or_else(|e| panic!("{}: {e}", backend.name));
         generator.next_id().unwrap();
         generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
     }
@@ -48,7 +48,7 @@ fn first_error(url: &str) -> LeaseError {
 #[test]
 fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
     let _serial = serial();
-    for backend in Backend::all() {
+    for backend in ALL {
         let url = backend.tls_url();
         let ca = if url.starts_with("mysql") {
             "ssl-ca="
@@ -60,7 +60,7 @@ fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
         assert!(
             matches!(e, LeaseError::Tls { .. }),
             "{}: {e:?}",
-            backend.name()
+            backend.name
         );
         let message = e.to_string();
         assert!(message.contains("UnknownIssuer"), "{message}");
@@ -71,7 +71,7 @@ fn a_certificate_from_an_unknown_ca_is_refused_by_name() {
 #[test]
 fn a_plain_client_where_tls_is_wanted_is_told_so() {
     let _serial = serial();
-    for backend in Backend::all() {
+    for backend in ALL {
         let url = backend.tls_url();
         // The same server, role and port, without TLS.
         let plain = match url.split_once("://") {
@@ -83,7 +83,7 @@ fn a_plain_client_where_tls_is_wanted_is_told_so() {
         assert!(
             matches!(e, LeaseError::TlsRequired { .. }),
             "{}: {e:?}",
-            backend.name()
+            backend.name
         );
         let message = e.to_string();
         assert!(message.contains("TLS"), "{message}");
@@ -97,7 +97,7 @@ fn a_plain_client_where_tls_is_wanted_is_told_so() {
 #[test]
 fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
     let _serial = serial();
-    for backend in Backend::all() {
+    for backend in ALL {
         let registry = lease::connect(&backend.url()).unwrap();
         registry.read("reset", 1, None).unwrap();
         backend.services("stop");
@@ -107,7 +107,7 @@ fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
         assert!(
             matches!(e, LeaseError::Unreachable { .. }),
             "{}: {e:?}",
-            backend.name()
+            backend.name
         );
         let message = e.to_string();
         assert!(message.contains("check that the server runs"), "{message}");

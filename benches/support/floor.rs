@@ -70,9 +70,9 @@ pub(crate) fn report(quick: bool, wide: Layout) {
     // Concrete types, as in the `mechanism` group: a `Box<dyn IdGenerator>`
     // adds a call that the peers' inlined loop does not pay.
     let builder = Builder::new().layout(wide);
-    let atomic = builder.clone().build_atomic().unwrap();
-    let mutex = builder.clone().build_mutex().unwrap();
-    let ticker = builder.build_ticker().unwrap();
+    let atomic = builder.clone().worker(1).build_atomic().unwrap();
+    let mutex = builder.clone().worker(2).build_mutex().unwrap();
+    let ticker = builder.worker(3).build_ticker().unwrap();
     let mut contenders: Vec<Contender<'_>> = vec![
         (
             "clock/std".into(),

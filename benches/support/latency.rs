@@ -116,7 +116,7 @@ pub(crate) fn report(window: Duration) {
                 ("saturated", 1, None),
                 ("saturated_batch64", 64, None),
             ] {
-                let generator = Builder::new().build(strategy).unwrap();
+                let generator = Builder::new().worker(1).build(strategy).unwrap();
                 let steal_before = environment::steal_time();
                 let tail = measure(&*generator, threads, batch, pace, window);
                 let steal_ms = steal_before

@@ -242,6 +242,7 @@ macro_rules! __capability {
     (failover) => {
         $crate::__tests!(failover:
             a_failover_to_a_lagging_replica_grants_no_id_below_a_confirmed_fence,
+            a_namespace_begun_after_the_replicas_last_sync_is_no_new_one_after_a_failover,
             a_failover_is_a_loss_though_the_replica_missed_nothing,
         );
     };

@@ -141,6 +141,7 @@ pub fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued(fixture:
     for strategy in Strategy::ALL {
         let ns = namespace("race");
         let generator = store.leased(ONE_NARROW, &ns).build(strategy).unwrap();
+        let issued = std::sync::atomic::AtomicUsize::new(0);
         let ids: Vec<Snowflake> = thread::scope(|scope| {
             let callers: Vec<_> = (0..3)
                 .map(|_| {
@@ -148,7 +149,10 @@ pub fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued(fixture:
                         let mut ids = Vec::new();
                         loop {
                             match generator.next_id() {
-                                Ok(id) => ids.push(id),
+                                Ok(id) => {
+                                    ids.push(id);
+                                    issued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                }
                                 Err(IssueError::ShutDown) => return ids,
                                 Err(e) => panic!("{e}"),
                             }
@@ -156,7 +160,14 @@ pub fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued(fixture:
                     })
                 })
                 .collect();
-            thread::sleep(Duration::from_millis(20));
+            // Under way, whenever the lease's IDs start (a loss just before
+            // puts the start ahead).
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while issued.load(std::sync::atomic::Ordering::Relaxed) < 30
+                && Instant::now() < deadline
+            {
+                thread::sleep(Duration::from_millis(1));
+            }
             generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
             callers
                 .into_iter()
@@ -164,6 +175,7 @@ pub fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued(fixture:
                 .collect()
         });
         let at = format!("{} {strategy}", store.name());
+        assert!(!ids.is_empty(), "{at}: no ID within 5 s of the build");
         let unique: std::collections::HashSet<_> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len(), "{at}: an ID issued twice");
         let fence = store.record(&ns, 0).unwrap().fence_unix_millis;
@@ -187,14 +199,17 @@ pub fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued(fixture:
 pub fn an_expired_lease_is_taken_over_at_or_after_its_fence(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let ns = namespace("expired");
-    // A holder that crashed right after acquiring: its fence a TTL ahead.
-    let fence = now_ms() + 300;
-    store.put(&ns, 0, "crashed", 300, fence);
+    // A live holder: its id is not free, however slow this machine is.
+    store.put(&ns, 0, "crashed", 60_000, now_ms() + 60_000);
     assert!(matches!(
         store.leased(ONE, &ns).build_atomic(),
         Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. }))
     ));
-    thread::sleep(Duration::from_millis(350));
+    // Its last renewal, then its crash: the lease runs out at once, its
+    // fence a TTL ahead.
+    let fence = now_ms() + 300;
+    store.put(&ns, 0, "crashed", 1, fence);
+    thread::sleep(Duration::from_millis(5));
     let successor = store.leased(ONE, &ns).build_atomic().unwrap();
     let id = successor.next_id().unwrap();
     assert!(unix_ms(&ONE, id) >= fence, "{}", store.name());

@@ -20,7 +20,7 @@ use super::units::{millis_to_nanos, nanos, unix_nanos};
 /// use flakegen::{Builder, IdGenerator, IssueError, ManualClock};
 ///
 /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
-/// let generator = Builder::new().clock(clock.clone()).build_mutex()?;
+/// let generator = Builder::new().worker(1).clock(clock.clone()).build_mutex()?;
 ///
 /// let before = generator.next_id()?;
 /// clock.rewind(Duration::from_secs(1)); // NTP stepped the clock back
@@ -33,13 +33,24 @@ use super::units::{millis_to_nanos, nanos, unix_nanos};
 /// assert!(generator.next_id()? > before);
 /// # Ok::<(), flakegen::Error>(())
 /// ```
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ManualClock {
     // Relaxed everywhere: the value is self-contained, no other memory is
     // published through it, and a test that needs ordering between threads
     // already synchronises by other means (join, channel, barrier).
     unix_nanos: Arc<AtomicU64>,
+    /// Tells this clock's time apart from every other's (see `Clock::own_time`).
+    time: u64,
 }
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        ManualClock::from_unix_nanos(0)
+    }
+}
+
+/// Numbers each manual clock's time; 0 is never one.
+static TIMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl ManualClock {
     /// A clock stopped at `time` (1970 if `time` is earlier).
@@ -58,6 +69,8 @@ impl ManualClock {
     pub fn from_unix_nanos(nanos: u64) -> Self {
         ManualClock {
             unix_nanos: Arc::new(AtomicU64::new(nanos)),
+            // Relaxed: only the number's uniqueness matters.
+            time: TIMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -103,6 +116,11 @@ impl Clock for ManualClock {
     #[inline]
     fn unix_nanos(&self) -> u64 {
         self.unix_nanos.load(Ordering::Relaxed)
+    }
+
+    /// A time of its own, which its clones share.
+    fn own_time(&self) -> Option<u64> {
+        Some(self.time)
     }
 }
 

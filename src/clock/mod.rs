@@ -43,25 +43,34 @@ pub(crate) use self::os::tighten_timer_slack;
 pub trait Clock: Send + Sync {
     /// Nanoseconds since the Unix epoch.
     fn unix_nanos(&self) -> u64;
-}
 
-impl<C: Clock + ?Sized> Clock for &C {
-    #[inline]
-    fn unix_nanos(&self) -> u64 {
-        (**self).unix_nanos()
+    /// Which time the clock tells: `None` for the machine's (every clock
+    /// that reads it, however it does), or an id of a time of its own, as
+    /// a [`ManualClock`]'s (its clones share it). Two generators of one
+    /// layout and worker id on clocks that tell the same time could issue
+    /// the same ID, so a process builds them one at a time (see
+    /// [`Builder::worker`](crate::Builder::worker)); on times of their own
+    /// they are apart. Default: the machine's.
+    fn own_time(&self) -> Option<u64> {
+        None
     }
 }
 
-impl<C: Clock + ?Sized> Clock for Box<C> {
-    #[inline]
-    fn unix_nanos(&self) -> u64 {
-        (**self).unix_nanos()
-    }
+// Forwards every method, provided ones included: an unforwarded one would
+// take its default behind a pointer.
+macro_rules! forward_clock {
+    ($($ptr:ty),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        impl<C: Clock + ?Sized> Clock for $ptr {
+            #[inline]
+            fn unix_nanos(&self) -> u64 {
+                (**self).unix_nanos()
+            }
+            fn own_time(&self) -> Option<u64> {
+                (**self).own_time()
+            }
+        }
+    )*};
 }
 
-impl<C: Clock + ?Sized> Clock for Arc<C> {
-    #[inline]
-    fn unix_nanos(&self) -> u64 {
-        (**self).unix_nanos()
-    }
-}
+forward_clock!(&C, Box<C>, Arc<C>);

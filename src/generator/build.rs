@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::claims::Claims;
 use super::error::BuildError;
 use super::front::{Core, Generator, Raw, Readiness, Start};
+use super::seats::Seat;
 use super::state::TickRules;
 use crate::clock::units::{floor_millis, nanos, unix_millis};
 use crate::clock::{Clock, SystemClock};
@@ -20,7 +21,7 @@ use crate::lease::{Claim, DEFAULT_TIMEOUT, Lease, LeaseHandle, Pending};
 #[derive(Clone, Debug)]
 pub(crate) struct Settings<C> {
     pub(crate) layout: Layout,
-    /// `None`: worker 0, or the lease's.
+    /// `None`: the lease's, or none given (an error without a lease).
     pub(crate) worker: Option<u64>,
     pub(crate) clock: C,
     pub(crate) max_lead: Duration,
@@ -99,7 +100,7 @@ impl<C: Clock> Core<C> {
             while let Some(nap) = prepared.start_step(&lease, &mut wait)? {
                 std::thread::sleep(nap);
             }
-            prepared.start(&lease.latest())
+            prepared.start(&lease.latest(), 0)
         })();
         match started {
             Ok(_) => prepared.finish(Some(lease)),
@@ -125,7 +126,7 @@ impl<C: Clock> Core<C> {
             while let Some(nap) = prepared.start_step(&lease, &mut wait)? {
                 tokio::time::sleep(nap).await;
             }
-            prepared.start(&lease.latest())
+            prepared.start(&lease.latest(), 0)
         };
         match started.await {
             Ok(_) => prepared.finish(Some(lease)),
@@ -191,7 +192,8 @@ impl<C: Clock> Prepared<C> {
             .transpose()?;
         let pending = match (worker, lease) {
             (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),
-            (_, None) => None,
+            (None, None) => return Err(BuildError::NoWorker),
+            (Some(_), None) => None,
             (None, Some(LeaseSetting { lease, clock })) => {
                 Some(lease.start(layout, clock, max_lead)?)
             }
@@ -256,9 +258,10 @@ impl<C: Clock> Prepared<C> {
         }
     }
 
-    /// The tick to count on from under `claim` (and `resume_after`), if it
-    /// may be issued within `max_wait`.
-    fn start(&self, claim: &Claim) -> Result<u64, BuildError> {
+    /// The tick to count on from under `claim` (and `resume_after`, and
+    /// `floor`: the last tick a generator of this process issued on the
+    /// same seat), if it may be issued within `max_wait`.
+    fn start(&self, claim: &Claim, floor: u64) -> Result<u64, BuildError> {
         let layout = self.rules.layout();
         let resume_last = match self.resume_after {
             None => 0,
@@ -267,7 +270,7 @@ impl<C: Clock> Prepared<C> {
             // unit. (Not `rules.floor`, which clamps to the last unit.)
             Some(fields) => layout.first_tick(fields.timestamp + 1) - 1,
         };
-        let last = resume_last.max(claim.last());
+        let last = resume_last.max(claim.last()).max(floor);
         let now_nanos = self.clock.unix_nanos();
         match Readiness::of(&self.rules, self.max_wait_nanos, last, now_nanos) {
             Readiness::Within(_) => Ok(last),
@@ -282,20 +285,25 @@ impl<C: Clock> Prepared<C> {
     /// The core, once the lease (if any) is acquired and its start within
     /// `max_wait`; and the tick to count on from.
     fn finish(self, lease: Option<LeaseHandle>) -> Result<(Core<C>, u64), BuildError> {
-        let claim = match &lease {
-            None => Arc::new(Claim::unleased(
-                self.rules.layout(),
-                self.worker.unwrap_or(0),
-            )),
-            Some(lease) => lease.latest(),
+        let (claim, seat, floor) = match &lease {
+            None => {
+                // Checked when preparing: a generator without a lease has one.
+                let worker = self.worker.ok_or(BuildError::NoWorker)?;
+                let layout = *self.rules.layout();
+                let (seat, floor) = Seat::take(layout, worker, self.clock.own_time())?;
+                let claim = Arc::new(Claim::unleased(&layout, worker));
+                (claim, Some(seat), floor)
+            }
+            Some(lease) => (lease.latest(), None, 0),
         };
-        let last = self.start(&claim)?;
+        let last = self.start(&claim, floor)?;
         let core = Core::from_parts(
             self.clock,
             self.rules,
             self.max_wait_nanos,
             Claims::new(claim),
             lease,
+            seat,
         );
         Ok((core, last))
     }

@@ -15,8 +15,11 @@ use crate::lease::Lease;
 
 /// Configures and builds a generator of any strategy.
 ///
-/// Defaults: [`Layout::TWITTER`], worker 0, [`SystemClock`], `max_lead` 0,
-/// `max_wait` one second, nothing to resume after, no lease.
+/// Defaults: [`Layout::TWITTER`], [`SystemClock`], `max_lead` 0, `max_wait`
+/// one second, nothing to resume after. There is no default worker id: a
+/// generator is told which worker it is, by [`worker`](Self::worker) (from
+/// [`flakegen::worker`](crate::worker) in a deployment) or by a
+/// [`lease`](Self::lease), or building it fails ([`BuildError::NoWorker`]).
 ///
 /// # Examples
 ///
@@ -58,9 +61,15 @@ impl<C: Clock + Clone + 'static> Builder<C> {
     /// Leases the worker id on the terms of `lease` (registry, namespace,
     /// TTL, renewal, skew), instead of taking it from [`worker`](Self::worker).
     ///
-    /// Building acquires a free id (waiting for the previous holder's fence if
-    /// this clock is behind it, up to `max_wait`) and starts a thread that
-    /// renews it; dropping the generator releases it. The
+    /// Building acquires a free id and starts a thread that renews it. If the
+    /// id's previous holder left a fence ahead of this clock, the build
+    /// waits for it, up to [`Lease::start_wait`] (the TTL, the skew and a
+    /// second: 13 s by default, after a registry lost its data), and says
+    /// so in a `lease acquired` event with the wait and its cause. Dropping
+    /// the generator releases the id: it waits for the registry to confirm
+    /// (within [`Lease::release_wait`]) unless it is dropped on an async
+    /// runtime's thread, and [`shutdown`](crate::IdGenerator::shutdown)
+    /// lets a service wait for it where it chooses. The
     /// [`lease`](crate::lease) module states the contract that keeps two
     /// holders of one id from ever issuing the same ID. The lease's thread
     /// reads the generator's clock, whichever order `lease` and
@@ -95,6 +104,14 @@ impl<C: Clock> Builder<C> {
     /// same time with the same layout (see [Caveats](crate#caveats)). Checked
     /// against the layout when building. Not with [`lease`](Self::lease),
     /// which chooses the worker id.
+    ///
+    /// Within one process flakegen keeps generators of one layout and
+    /// worker id apart itself: while one lives, building a second fails
+    /// ([`BuildError::WorkerInUse`]: share the first instead, it is
+    /// `Sync`); once it is dropped, the next one starts after the last ID
+    /// it issued. So a helper that builds a generator per call issues
+    /// unique IDs (slowly: share one). Across processes, only the worker
+    /// id keeps them apart.
     pub fn worker(mut self, worker: u64) -> Self {
         self.settings.worker = Some(worker);
         self

@@ -19,7 +19,7 @@ use crate::id::IdError;
 /// use flakegen::{Builder, IdGenerator, IssueError, ManualClock};
 ///
 /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
-/// let generator = Builder::new().clock(clock.clone()).build_atomic()?;
+/// let generator = Builder::new().worker(1).clock(clock.clone()).build_atomic()?;
 /// generator.next_id()?;
 /// clock.rewind(Duration::from_millis(5)); // NTP stepped the clock back
 /// match generator.try_next_id() {
@@ -105,9 +105,11 @@ impl fmt::Display for IssueError {
             ),
             IssueError::LeaseLost { fence_unix_millis } => write!(
                 f,
-                "this generator has reached its lease's fence (unix ms {fence_unix_millis}) \
-                 with no renewal or new lease confirmed: retry shortly (it issues again once \
-                 one is); its lease() says why, and if it says Lost, build a new generator"
+                "this generator has reached its lease's fence (unix ms {fence_unix_millis}) and \
+                 may not issue past it yet: it will once a renewal is confirmed, or once it has \
+                 leased a worker id again, which it does by itself; retry shortly. Its lease() \
+                 says which, and until when; only with Lease::reacquire off is a loss final \
+                 (then build a new generator)"
             ),
             IssueError::ShutDown => f.write_str(
                 "this generator was shut down and gave its worker id back: build a new \
@@ -176,6 +178,16 @@ pub enum BuildError {
     /// Both a worker id and a lease were given: a leased generator's worker
     /// id is the one the registry grants.
     WorkerAndLease,
+    /// Neither a worker id nor a lease was given: a generator must be told
+    /// which worker it is, or two could issue the same IDs.
+    NoWorker,
+    /// Another generator of this process, alive now, has this worker id and
+    /// layout, on a clock that tells the same time: the two could issue the
+    /// same IDs.
+    WorkerInUse {
+        /// The worker id.
+        worker: u64,
+    },
     /// The lease's terms cannot work.
     InvalidLease(crate::lease::InvalidTerms),
     /// The lease could not be acquired.
@@ -249,6 +261,20 @@ impl fmt::Display for BuildError {
             BuildError::WorkerAndLease => f.write_str(
                 "both a worker id and a lease were given: drop Builder::worker, \
                  the lease chooses the worker id",
+            ),
+            BuildError::NoWorker => f.write_str(
+                "no worker id was given, and generators with the same one issue the same IDs: \
+                 give one unique among the running generators of this layout \
+                 (Builder::worker), read it from the deployment (flakegen::worker: \
+                 FLAKEGEN_WORKER_ID, a StatefulSet pod's ordinal, a private IPv4 address), \
+                 or lease one from a registry (Builder::lease)",
+            ),
+            BuildError::WorkerInUse { worker } => write!(
+                f,
+                "another generator of this process has worker id {worker} with this layout, \
+                 and two could issue the same IDs: share that one (it is Sync: an Arc or a \
+                 static), drop it first (the next one starts after its last ID), or give this \
+                 one another worker id"
             ),
             BuildError::InvalidLease(terms) => write!(f, "invalid lease settings: {terms}"),
             BuildError::Lease(e) => write!(f, "could not lease a worker id: {e}"),

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use super::IdGenerator;
 use super::claims::Claims;
 use super::error::IssueError;
+use super::seats::Seat;
 use super::state::{Refusal, TickRules};
 use super::wait;
 use crate::clock::units::unix_millis;
@@ -61,6 +62,9 @@ pub struct Core<C> {
     /// without a lease, a new one each time a lease heals.
     claims: Claims,
     lease: Option<LeaseHandle>,
+    /// Its place among this process's generators, without a lease (see
+    /// `seats.rs`).
+    seat: Option<Seat>,
 }
 
 /// What a call does when its ticks must wait for the clock.
@@ -232,6 +236,7 @@ impl<C: Clock> Core<C> {
         max_wait_nanos: u64,
         claims: Claims,
         lease: Option<LeaseHandle>,
+        seat: Option<Seat>,
     ) -> Self {
         Core {
             clock,
@@ -239,6 +244,7 @@ impl<C: Clock> Core<C> {
             max_wait_nanos,
             claims,
             lease,
+            seat,
         }
     }
 
@@ -504,10 +510,23 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
 }
 
 impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
-    /// Shuts the generator down (see [`IdGenerator::shutdown`]) without
-    /// waiting: it returns at once, and the lease's thread gives the lease back.
+    /// Shuts the generator down (see [`IdGenerator::shutdown`]) and waits,
+    /// within [`Lease::release_wait`](crate::lease::Lease::release_wait)
+    /// (never on an async runtime's thread), for the registry to confirm
+    /// that the id is free: a program that exits right after keeps no id.
+    /// Without a lease, it leaves its seat in the process with the last tick
+    /// it handed out, for the next generator on it to start after.
     fn drop(&mut self) {
-        drop(self.shutdown());
+        if let Some(seat) = &self.core.seat {
+            seat.leave(self.raw.last_issued());
+        }
+        let release = self.shutdown();
+        if let Some(wait) = self.core.lease.as_ref().map(LeaseHandle::release_wait) {
+            if !wait.is_zero() {
+                // Whatever the outcome, the lease expires at worst.
+                let _ = release.wait(wait);
+            }
+        }
     }
 }
 

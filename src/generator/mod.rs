@@ -16,6 +16,7 @@ mod claims;
 mod error;
 mod front;
 mod mutex;
+mod seats;
 mod state;
 mod strategy;
 mod ticker;

@@ -258,7 +258,7 @@ impl<C: Clock> Generator<Ticker, C> {
     /// use flakegen::{Builder, IdGenerator, ManualClock};
     ///
     /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
-    /// let generator = Builder::new().clock(clock.clone()).build_ticker_without_thread()?;
+    /// let generator = Builder::new().worker(1).clock(clock.clone()).build_ticker_without_thread()?;
     /// let a = generator.next_id()?;
     /// clock.advance(Duration::from_millis(5));
     /// generator.refresh();

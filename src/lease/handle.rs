@@ -19,9 +19,16 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    pub(crate) fn new(shared: Arc<Shared>, start_wait: Duration) -> Pending {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        start_wait: Duration,
+        release_wait: Duration,
+    ) -> Pending {
         Pending {
-            handle: LeaseHandle { shared },
+            handle: LeaseHandle {
+                shared,
+                release_wait,
+            },
             start_wait,
         }
     }
@@ -57,6 +64,8 @@ impl Pending {
 /// [`release`](Self::release) said how far the generator got.
 pub(crate) struct LeaseHandle {
     shared: Arc<Shared>,
+    /// How long a dropped generator waits for its release (`Lease::release_wait`).
+    release_wait: Duration,
 }
 
 impl LeaseHandle {
@@ -68,6 +77,17 @@ impl LeaseHandle {
 
     pub(crate) fn status(&self) -> LeaseStatus {
         self.shared.status()
+    }
+
+    /// How long a dropped generator may wait for its release here: its
+    /// `release_wait`, or nothing on an async runtime's thread, which a
+    /// drop must never hold.
+    pub(crate) fn release_wait(&self) -> Duration {
+        #[cfg(feature = "tokio")]
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return Duration::ZERO;
+        }
+        self.release_wait
     }
 
     /// Whether the lease was lost for good (re-acquiring off).

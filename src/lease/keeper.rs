@@ -57,9 +57,14 @@ struct Held {
     holding: Holding,
     claim: Arc<Claim>,
     /// Its predecessor's fence: what a release of a lease nothing was
-    /// issued under goes back to.
+    /// issued under goes back to, and where its IDs start.
     previous_fence_unix_millis: u64,
+    /// The marker, when the loss rule set that fence.
+    loss_marker_unix_millis: Option<u64>,
     renewed_at: Instant,
+    /// A lease taken again after a loss whose IDs start later: when to say
+    /// that the generator issues again.
+    issues_again_at: Option<Instant>,
 }
 
 /// Where the thread is in the [lifecycle](super#the-lifecycle).
@@ -149,7 +154,9 @@ impl Keeping {
             holding,
             claim: Arc::new(claim),
             previous_fence_unix_millis: grant.previous_fence_unix_millis,
+            loss_marker_unix_millis: grant.loss_marker_unix_millis,
             renewed_at,
+            issues_again_at: None,
         })
     }
 
@@ -161,7 +168,11 @@ impl Keeping {
         let mut phase = Phase::Holding(held);
         let mut said = Said::default();
         loop {
-            if let Some(stop) = shared.wait_stop(next) {
+            let wake = match &phase {
+                Phase::Holding(held) => held.issues_again_at.map_or(next, |at| at.min(next)),
+                _ => next,
+            };
+            if let Some(stop) = shared.wait_stop(wake) {
                 let outcome = match &mut phase {
                     Phase::Holding(held) => self.release(shared, held, stop),
                     Phase::Reacquiring { old } | Phase::Lost { old } => {
@@ -172,12 +183,22 @@ impl Keeping {
                 shared.released.fill(outcome);
                 return;
             }
+            if let Phase::Holding(held) = &mut phase {
+                if held.issues_again_at.is_some_and(|at| Instant::now() >= at) {
+                    held.issues_again_at = issues_again(shared, held);
+                }
+            }
+            if Instant::now() < next {
+                // Woken only to say that the generator issues again.
+                continue;
+            }
             (phase, next) = match phase {
                 Phase::Holding(held) => self.renew(shared, held, &mut said, retry),
                 Phase::Reacquiring { old } => self.reacquire(shared, old, &mut said, retry),
                 Phase::Lost { old } => {
                     // Only to say when the generator stops issuing.
-                    let quiet = said.fence_reached || fence_reached(shared, &old, &mut said);
+                    let quiet =
+                        said.fence_reached || fence_reached(shared, &old, &mut said, UNTIL_REBUILT);
                     let wait = if quiet {
                         Duration::from_secs(3600)
                     } else {
@@ -229,8 +250,11 @@ impl Keeping {
                 let starts = held.previous_fence_unix_millis;
                 let old = held.claim;
                 if self.reacquire {
-                    let message = "lease lost: the generator issues up to its fence, and leases \
-                                   a worker id again meanwhile";
+                    let message = format!(
+                        "lease lost: the generator issues up to its fence ({}), then refuses \
+                         until it has leased a worker id again, which it does meanwhile",
+                        when(shared, fence)
+                    );
                     event!(
                         Level::WARN,
                         shared,
@@ -243,12 +267,16 @@ impl Keeping {
                     let why = format!("lost ({e}); leasing a worker id again");
                     shared.set(LeaseState::Reacquiring, Some(why), None);
                     *said = Said::default();
-                    fence_reached(shared, &old, said);
+                    fence_reached(shared, &old, said, UNTIL_LEASED);
                     // At once: every moment counts towards the new lease's start.
                     (Phase::Reacquiring { old }, Instant::now())
                 } else {
-                    let message = "lease lost: the generator issues up to its fence, then refuses; \
-                                   build a new generator to lease a worker id again";
+                    let message = format!(
+                        "lease lost: the generator issues up to its fence ({}), then refuses \
+                         for good (Lease::reacquire is off): build a new generator to lease a \
+                         worker id again",
+                        when(shared, fence)
+                    );
                     event!(
                         Level::ERROR,
                         shared,
@@ -259,7 +287,7 @@ impl Keeping {
                         starts_unix_millis = starts
                     );
                     shared.set(LeaseState::Lost, Some(e.to_string()), None);
-                    fence_reached(shared, &old, said);
+                    fence_reached(shared, &old, said, UNTIL_REBUILT);
                     (Phase::Lost { old }, Instant::now() + retry)
                 }
             }
@@ -267,19 +295,16 @@ impl Keeping {
                 meter::count("flakegen_lease_renewals_failed_total", &shared.namespace);
                 if !said.failing {
                     said.failing = true;
-                    let message = "lease renewals failing: the generator issues up to its fence \
-                                   while they are retried";
-                    event!(
-                        Level::WARN,
-                        shared,
-                        worker,
-                        held.claim.fence().unix_millis(),
-                        Some(&e),
-                        message
+                    let fence = held.claim.fence().unix_millis();
+                    let message = format!(
+                        "lease renewals failing: the generator issues up to its fence ({}) while \
+                         they are retried, then refuses until one is confirmed",
+                        when(shared, fence)
                     );
+                    event!(Level::WARN, shared, worker, fence, Some(&e), message);
                 }
                 shared.set(LeaseState::Renewing, Some(e.to_string()), None);
-                fence_reached(shared, &held.claim, said);
+                fence_reached(shared, &held.claim, said, UNTIL_RENEWED);
                 (Phase::Holding(held), Instant::now() + retry)
             }
         }
@@ -294,29 +319,35 @@ impl Keeping {
         retry: Duration,
     ) -> (Phase, Instant) {
         match self.acquire(shared, Some(old.worker())) {
-            Ok(held) => {
+            Ok(mut held) => {
                 announce(shared, &held, Some(old.worker()));
                 *said = Said::default();
+                let starts = held.previous_fence_unix_millis;
+                let now = shared.now_ms();
+                held.issues_again_at =
+                    (now < starts).then(|| Instant::now() + Duration::from_millis(starts - now));
                 let next = held.renewed_at + self.renew_every;
                 (Phase::Holding(held), next)
             }
             Err(e) => {
                 if !said.failing {
                     said.failing = true;
-                    let message = "lease reacquisition failing: the generator refuses while it \
-                                   is retried";
-                    event!(
-                        Level::WARN,
-                        shared,
-                        old.worker(),
-                        old.fence().unix_millis(),
-                        Some(&e),
-                        message
-                    );
+                    let fence = old.fence().unix_millis();
+                    let message = if shared.now_ms() < fence {
+                        format!(
+                            "lease reacquisition failing: the generator issues up to its old \
+                             lease's fence ({}) while it is retried, then refuses",
+                            when(shared, fence)
+                        )
+                    } else {
+                        "lease reacquisition failing: the generator refuses while it is retried"
+                            .to_owned()
+                    };
+                    event!(Level::WARN, shared, old.worker(), fence, Some(&e), message);
                 }
                 let why = format!("leasing a worker id again after a loss: {e}");
                 shared.set(LeaseState::Reacquiring, Some(why), None);
-                fence_reached(shared, &old, said);
+                fence_reached(shared, &old, said, UNTIL_LEASED);
                 (Phase::Reacquiring { old }, Instant::now() + retry)
             }
         }
@@ -390,7 +421,30 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
         meter::count("flakegen_lease_reacquisitions_total", &shared.namespace);
     }
     let none = None::<&LeaseError>;
+    let waits = shared.now_ms() < starts;
+    let cause = match held.loss_marker_unix_millis {
+        Some(marker) => format!(
+            "the registry lost its data or its history at unix ms {marker}, and an id it \
+             cannot vouch for waits the TTL and the skew allowance past that"
+        ),
+        None => "the id's previous holder left its fence there".to_owned(),
+    };
     match previous {
+        None if waits => {
+            let message = format!(
+                "lease acquired: its IDs start at {}: {cause}",
+                when(shared, starts)
+            );
+            event!(
+                Level::INFO,
+                shared,
+                worker,
+                fence,
+                none,
+                message,
+                starts_unix_millis = starts
+            );
+        }
         None => event!(
             Level::INFO,
             shared,
@@ -400,33 +454,86 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
             "lease acquired",
             starts_unix_millis = starts
         ),
-        Some(previous) => event!(
-            Level::INFO,
-            shared,
-            worker,
-            fence,
-            none,
-            "lease reacquired: the generator issues again from its start",
-            previous_worker = previous,
-            starts_unix_millis = starts,
-        ),
+        Some(previous) => {
+            let message = if waits {
+                format!(
+                    "lease reacquired: its IDs start at {} ({cause}); the generator refuses \
+                     until then",
+                    when(shared, starts)
+                )
+            } else {
+                "lease reacquired: the generator issues again".to_owned()
+            };
+            event!(
+                Level::INFO,
+                shared,
+                worker,
+                fence,
+                none,
+                message,
+                previous_worker = previous,
+                starts_unix_millis = starts,
+            );
+        }
     }
 }
 
-/// Says, once, that the clock reached `claim`'s fence: the generator refuses.
-fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said) -> bool {
+/// What a generator at its fence waits for, said in its event.
+const UNTIL_RENEWED: &str = "until a renewal is confirmed";
+const UNTIL_LEASED: &str = "until it has leased a worker id again";
+const UNTIL_REBUILT: &str =
+    "for good (Lease::reacquire is off): build a new generator to lease again";
+
+/// Says, once, that the clock reached `claim`'s fence: the generator
+/// refuses `until` (see the constants above).
+fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said, until: &str) -> bool {
     let fence_unix_millis = claim.fence().unix_millis();
     if said.fence_reached || shared.now_ms() < fence_unix_millis {
         return said.fence_reached;
     }
     said.fence_reached = true;
+    let message = format!("lease fence reached: the generator refuses IDs {until}");
     event!(
         Level::ERROR,
         shared,
         claim.worker(),
         fence_unix_millis,
         None::<&LeaseError>,
-        "lease fence reached: the generator refuses IDs until a renewal or a new lease is confirmed"
+        message
     );
     true
+}
+
+/// `unix ms <at>, <n> ms from now` (or `reached`), by the generator's clock.
+fn when(shared: &Shared, at_unix_millis: u64) -> String {
+    let now = shared.now_ms();
+    if at_unix_millis > now {
+        format!(
+            "unix ms {at_unix_millis}, {} ms from now",
+            at_unix_millis - now
+        )
+    } else {
+        format!("unix ms {at_unix_millis}, reached")
+    }
+}
+
+/// Says that a lease taken again after a loss lets the generator issue
+/// again, once its IDs may start; returns when to look again if the
+/// generator's clock is not there yet.
+fn issues_again(shared: &Shared, held: &Held) -> Option<Instant> {
+    let starts = held.previous_fence_unix_millis;
+    let now = shared.now_ms();
+    if now < starts {
+        return Some(Instant::now() + Duration::from_millis(starts - now));
+    }
+    event!(
+        Level::INFO,
+        shared,
+        held.holding.worker,
+        held.holding.fence_unix_millis,
+        None::<&LeaseError>,
+        "lease issuing again: the new lease's IDs may start now",
+        starts_unix_millis = starts
+    );
+    None
 }

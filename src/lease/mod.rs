@@ -125,11 +125,16 @@
 //! # A registry that loses its data
 //!
 //! A registry can lose records while holders run on fences it no longer
-//! knows about: a Redis restarted without persistence, or promoted from a
-//! replica; a truncated table. So the registry keeps a **marker**: the moment
-//! its data began, by the server's clock, rounded up to a millisecond, and
-//! never earlier than a loss. Every record carries the marker it was written
-//! under, and every write checks the marker in force. After a loss:
+//! knows about: a Redis restarted without persistence; a truncated or
+//! dropped table; or a server whose history changed under the holders: a
+//! replica promoted after it missed the last renewals, a restore. So the
+//! registry keeps a **marker**: the moment, by the server's clock, rounded
+//! up to a millisecond, from which it vouches for its records, never
+//! earlier than a loss. The marker names the history it vouches for (the
+//! server, and on PostgreSQL its timeline), so a change of history voids
+//! it as a loss of data does. Every record carries the marker it was
+//! written under, and every write checks the marker in force. After a
+//! loss:
 //!
 //! - an id with no record, or with a record written under an older marker,
 //!   is fenced at the marker plus the TTL plus the skew allowance
@@ -144,7 +149,26 @@
 //! the server's (checked at every acquisition and renewal), and the server
 //! wrote before the marker. Only the first TTL and skew after a loss wait.
 //! This is the one place where clocks must roughly agree, and the reason
-//! every generator of a namespace must use the same TTL and skew.
+//! every generator of a namespace must use the same TTL and skew. (The
+//! servers of one registry are taken to keep their clocks in step, as
+//! replicated databases do: see [`backend`].)
+//!
+//! ## What a failover costs
+//!
+//! Every failover is such a loss, whether the new primary missed renewals
+//! or not: flakegen cannot prove from the server that it has every write
+//! the old one confirmed. A service pays a pause: its generators run to the
+//! fences the old primary confirmed (at most a TTL past their last
+//! renewal), then refuse until their new leases start, the TTL and the
+//! skew allowance past the failover, and issue again by themselves. With
+//! the defaults that is about 12 s, less the time since their last renewal.
+//! Nothing is issued twice: with a replica cut off while its primary
+//! renewed, then promoted, 0 duplicate IDs on every backend (the
+//! `lease_history` tests), where a marker that did not name the history
+//! let two generators share most of a second's IDs for as long as the
+//! replica lagged. Two masters that both take writes (a master-master pair
+//! with writes on both sides) give no compare-and-set at all: a registry
+//! that can see them refuses to lease ([`LeaseError::MultiWriter`]).
 //!
 //! What each registry detects, and what it cannot, is in its own docs.
 //!
@@ -160,13 +184,14 @@
 //! | `Builder::build_async` (feature `tokio`) | never: it awaits the acquisition, then tokio's timer |
 //! | `Builder::build_*`, `build` | until the lease is acquired: a few registry round trips, each within the timeout; then, if the previous holder's fence lies ahead, until it is within `max_wait` (at most [`Lease::start_wait`]) |
 //! | [`next_id`](crate::IdGenerator::next_id) and the other issuing calls | never for the registry: one load and one compare; waits for the clock as without a lease |
-//! | [`shutdown`](crate::IdGenerator::shutdown), dropping the generator | never: they tell the lease's thread, which releases within the timeout |
+//! | [`shutdown`](crate::IdGenerator::shutdown) | never: it tells the lease's thread, which releases within the timeout |
+//! | dropping the generator | until the registry confirmed the release, at most [`Lease::release_wait`] (1 s by default); never on an async runtime's thread (feature `tokio`) |
 //! | [`Release::wait`] | up to the time it is given; `Release::wait_async` (feature `tokio`) waits on tokio's timer |
 //!
-//! A process that exits right after dropping its generator may exit before
-//! the release lands: the lease then expires after its TTL, its fence where
-//! it was (safe, but the next holder of the id waits for the fence). A
-//! service that wants its id back at once waits for the [`Release`]:
+//! So a program that exits right after dropping its generator leaves its id
+//! free, its fence lowered to its last ID, and the next run takes it at
+//! once. A service that wants to know the release landed waits for the
+//! [`Release`] where it chooses, as at a graceful shutdown:
 //!
 //! ```
 //! use std::time::Duration;
@@ -245,5 +270,5 @@ pub(crate) use self::error::Refused;
 pub use self::handle::Release;
 pub(crate) use self::handle::{LeaseHandle, Pending};
 pub use self::protocol::ClockVerdict;
-pub use self::settings::{DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
+pub use self::settings::{DEFAULT_RELEASE_WAIT, DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
 pub use self::status::{LeaseState, LeaseStatus};

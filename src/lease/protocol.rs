@@ -52,6 +52,9 @@ pub(crate) struct Grant {
     pub(crate) holding: Holding,
     /// The fence the previous holder left: this holder issues at or past it.
     pub(crate) previous_fence_unix_millis: u64,
+    /// The marker, when the loss rule set that fence (the id had no record
+    /// the registry vouches for): why the generator's first IDs wait.
+    pub(crate) loss_marker_unix_millis: Option<u64>,
 }
 
 /// Why a renewal did not confirm a new fence.
@@ -252,6 +255,8 @@ pub(crate) fn acquire(
         };
         match registry.swap(terms.namespace, worker, expect, &write) {
             Ok(Some(_)) => {
+                let by_rule =
+                    previous_fence_unix_millis == terms.unrecorded_fence(marker_unix_millis);
                 return Ok(Grant {
                     holding: Holding {
                         token: token.to_owned(),
@@ -261,6 +266,7 @@ pub(crate) fn acquire(
                         versions: vec![version],
                     },
                     previous_fence_unix_millis,
+                    loss_marker_unix_millis: by_rule.then_some(marker_unix_millis),
                 });
             }
             // Another acquisition (or a loss) came between: look again.

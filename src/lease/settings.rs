@@ -59,7 +59,11 @@ pub struct Lease {
     pub(crate) renew_every: Option<Duration>,
     pub(crate) skew: Duration,
     pub(crate) reacquire: bool,
+    pub(crate) release_wait: Duration,
 }
+
+/// The default of [`Lease::release_wait`]: 1 s.
+pub const DEFAULT_RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 impl Lease {
     /// A lease from `registry` among the generators of `namespace`, with the
@@ -73,6 +77,7 @@ impl Lease {
             renew_every: None,
             skew: DEFAULT_SKEW,
             reacquire: true,
+            release_wait: DEFAULT_RELEASE_WAIT,
         }
     }
 
@@ -112,6 +117,19 @@ impl Lease {
     /// itself. See [the lifecycle](super#the-lifecycle).
     pub fn reacquire(mut self, reacquire: bool) -> Self {
         self.reacquire = reacquire;
+        self
+    }
+
+    /// How long dropping the generator waits for the registry to confirm
+    /// that it gave the id back: a program that exits right after dropping
+    /// it leaves the id free, its fence lowered to its last ID, not held for
+    /// a TTL. A release takes one round trip; this bounds it when the
+    /// registry is slow or gone. A drop on an async runtime's thread
+    /// (feature `tokio`) never waits: a service waits for its
+    /// [`Release`](super::Release) with `wait_async` at shutdown. Zero: a
+    /// drop never waits. Default: [`DEFAULT_RELEASE_WAIT`].
+    pub fn release_wait(mut self, wait: Duration) -> Self {
+        self.release_wait = wait;
         self
     }
 
@@ -186,7 +204,7 @@ impl Lease {
                 tracing::dispatcher::with_default(&dispatch, || keeper::run(keeping, &on_thread));
             })
             .map_err(Refused::Spawn)?;
-        Ok(Pending::new(shared, start_wait))
+        Ok(Pending::new(shared, start_wait, self.release_wait))
     }
 }
 
@@ -198,6 +216,7 @@ impl fmt::Debug for Lease {
             .field("renew_every", &self.renew_every)
             .field("skew", &self.skew)
             .field("reacquire", &self.reacquire)
+            .field("release_wait", &self.release_wait)
             .finish_non_exhaustive()
     }
 }

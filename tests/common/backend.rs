@@ -1,124 +1,89 @@
-//! The lease backends whose features are on, their test servers' URLs, and
-//! the faults a test can put on those servers.
+//! The lease backends whose features are on: what the tests need to know
+//! of each (one file per backend beside this one, listed once in [`ALL`]),
+//! and their servers from `scripts/services.sh`: a server of its own per
+//! backend, and a replicated pair (see `pair.rs`).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// A lease backend under test.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Backend {
+/// A lease backend under test: its facts, in its own file.
+pub struct Backend {
+    /// Its name in test output and on a test's command line.
+    pub name: &'static str,
+    /// The middle of its servers' URL variables: `FLAKEGEN_TEST_<env>_URL`.
+    pub env: &'static str,
+    /// Its server in `scripts/services.sh`; its pair is `<service>-pair`.
+    pub service: &'static str,
+    /// How its data is lost: a statement, or (`None`) a restart, for a
+    /// server that keeps nothing (Redis).
+    pub truncate: Option<&'static str>,
+    /// Runs SQL as the server's administrator, through its own client.
+    pub admin: Option<fn(url: &str, sql: &str)>,
+    /// The pid file of its server, or of a pair's member, under the
+    /// services' directory.
+    pub pid_file: fn(member: Option<&str>) -> String,
+    /// Whether `services.sh crash` takes it (SIGKILL, then a start).
+    pub crashes: bool,
+}
+
+/// Every backend whose feature is on: the one list a new backend joins.
+pub const ALL: &[&Backend] = &[
     #[cfg(feature = "postgres")]
-    Postgres,
+    &super::postgres::BACKEND,
     #[cfg(feature = "redis")]
-    Redis,
+    &super::redis::BACKEND,
     #[cfg(feature = "mysql")]
-    Mysql,
-}
+    &super::mysql::BACKEND,
+];
 
 impl Backend {
-    /// Every backend whose feature is on.
-    pub fn all() -> Vec<Backend> {
-        vec![
-            #[cfg(feature = "postgres")]
-            Backend::Postgres,
-            #[cfg(feature = "redis")]
-            Backend::Redis,
-            #[cfg(feature = "mysql")]
-            Backend::Mysql,
-        ]
+    /// Its own test server's URL.
+    pub fn url(&self) -> String {
+        env(&format!("FLAKEGEN_TEST_{}_URL", self.env))
     }
 
-    pub fn name(self) -> &'static str {
-        match self {
-            #[cfg(feature = "postgres")]
-            Backend::Postgres => "postgres",
-            #[cfg(feature = "redis")]
-            Backend::Redis => "redis",
-            #[cfg(feature = "mysql")]
-            Backend::Mysql => "mysql",
-        }
-    }
-
-    /// The test server's URL; fails, saying how to start the servers, when
-    /// it is not set: the tests never pass by skipping.
-    pub fn url(self) -> String {
-        match self {
-            #[cfg(feature = "postgres")]
-            Backend::Postgres => env("FLAKEGEN_TEST_POSTGRES_URL"),
-            #[cfg(feature = "redis")]
-            Backend::Redis => env("FLAKEGEN_TEST_REDIS_URL"),
-            #[cfg(feature = "mysql")]
-            Backend::Mysql => env("FLAKEGEN_TEST_MYSQL_URL"),
-        }
-    }
-
-    /// The test server's URL over TLS, verified against the test CA: a role
-    /// that PostgreSQL takes over TLS only; Redis's TLS-only port; a
+    /// Its own test server's URL over TLS, verified against the test CA: a
+    /// role that PostgreSQL takes over TLS only; Redis's TLS-only port; a
     /// MariaDB user that `REQUIRE SSL`.
-    pub fn tls_url(self) -> String {
-        match self {
-            #[cfg(feature = "postgres")]
-            Backend::Postgres => env("FLAKEGEN_TEST_POSTGRES_TLS_URL"),
-            #[cfg(feature = "redis")]
-            Backend::Redis => env("FLAKEGEN_TEST_REDIS_TLS_URL"),
-            #[cfg(feature = "mysql")]
-            Backend::Mysql => env("FLAKEGEN_TEST_MYSQL_TLS_URL"),
-        }
+    pub fn tls_url(&self) -> String {
+        env(&format!("FLAKEGEN_TEST_{}_TLS_URL", self.env))
     }
-}
 
-/// A CA that signed nothing the test servers use.
-pub fn unknown_ca() -> String {
-    env("FLAKEGEN_TEST_OTHER_CA")
-}
+    /// The URL of a member (`a` or `b`) of its replicated pair.
+    pub fn member_url(&self, member: &str) -> String {
+        env(&format!(
+            "FLAKEGEN_TEST_{}_{}_URL",
+            self.env,
+            member.to_ascii_uppercase()
+        ))
+    }
 
-/// A variable `scripts/services.sh start` exports; fails, saying how to
-/// start the servers, when it is not set: the tests never pass by skipping.
-fn env(var: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| {
-        panic!(
-            "{var} is not set: start the test servers with \
-             `eval \"$(scripts/services.sh start)\"` (or run without the feature)"
-        )
-    })
-}
+    /// `scripts/services.sh <action> <service>`, for its own server.
+    pub fn services(&self, action: &str) {
+        services(&[action, self.service]);
+    }
 
-impl Backend {
-    /// The server's name in `scripts/services.sh`.
-    pub fn service(self) -> &'static str {
-        match self.name() {
-            "mysql" => "mariadb",
-            name => name,
+    /// Loses the data of its server at `url`: the statement, or a crash
+    /// of the server (`crash`) for one that keeps nothing.
+    pub fn lose_data(&self, url: &str, crash: impl FnOnce()) {
+        match (self.truncate, self.admin) {
+            (Some(sql), Some(admin)) => admin(url, sql),
+            _ => crash(),
         }
     }
 
-    /// Stops or starts this backend's server with the services script.
-    pub fn services(self, action: &str) {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
-        let status = Command::new("bash")
-            .arg(script)
-            .args([action, self.service()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(
-            status.success(),
-            "services.sh {action} {} failed",
-            self.service()
-        );
+    /// Runs `sql` on the server at `url` as its administrator.
+    pub fn sql(&self, url: &str, sql: &str) {
+        let admin = self
+            .admin
+            .unwrap_or_else(|| panic!("{} takes no SQL", self.name));
+        admin(url, sql);
     }
 
-    /// The server's processes, to freeze: Redis's or MariaDB's one, or
-    /// PostgreSQL's postmaster and its backends.
-    pub fn server_pids(self) -> Vec<String> {
-        let dir = std::env::var("FLAKEGEN_SERVICES_DIR")
-            .unwrap_or_else(|_| "/tmp/flakegen-services".to_owned());
-        let main = match self.name() {
-            "redis" => std::fs::read_to_string(format!("{dir}/redis.pid")),
-            "mysql" => std::fs::read_to_string(format!("{dir}/mariadb/mariadb.pid")),
-            _ => std::fs::read_to_string(format!("{dir}/postgres/postmaster.pid")),
-        };
+    /// The processes of its server (or of a pair's member), to freeze:
+    /// the main one and its children.
+    pub fn server_pids(&self, member: Option<&str>) -> Vec<String> {
+        let main = std::fs::read_to_string(services_dir().join((self.pid_file)(member)));
         let Some(main) = main.ok().and_then(|t| t.lines().next().map(str::to_owned)) else {
             return vec![];
         };
@@ -133,104 +98,56 @@ impl Backend {
         );
         pids
     }
-
-    /// Loses the registry's data: `TRUNCATE` on PostgreSQL and MariaDB, a
-    /// crash and a start on Redis (which runs without persistence).
-    pub fn lose_data(self) {
-        match self {
-            #[cfg(feature = "postgres")]
-            Backend::Postgres => {
-                // Before flakegen first connects there is no table, and nothing to lose.
-                self.sql(
-                    "DO $$ BEGIN IF to_regclass('flakegen_leases') IS NOT NULL THEN \
-                     TRUNCATE flakegen_leases; END IF; END $$",
-                );
-            }
-            #[cfg(feature = "redis")]
-            Backend::Redis => self.services("crash"),
-            #[cfg(feature = "mysql")]
-            Backend::Mysql => self.sql(
-                // TRUNCATE drops and recreates the table: its stamp changes.
-                "SET @t = IF((SELECT COUNT(*) FROM information_schema.tables \
-                 WHERE table_schema = DATABASE() AND table_name = 'flakegen_leases') > 0, \
-                 'TRUNCATE flakegen_leases', 'DO 0'); \
-                 PREPARE s FROM @t; EXECUTE s; DEALLOCATE PREPARE s",
-            ),
-        }
-    }
 }
 
-impl Backend {
-    /// Runs `sql` on the test server as its administrator, through the
-    /// server's own command-line client (installed with the server).
-    #[cfg(any(feature = "postgres", feature = "mysql"))]
-    pub fn sql(self, sql: &str) {
-        let (program, args): (&str, Vec<String>) = match self {
-            #[cfg(feature = "postgres")]
-            Backend::Postgres => (
-                "psql",
-                vec![self.url(), "-qAt".into(), "-c".into(), sql.into()],
-            ),
-            #[cfg(feature = "redis")]
-            Backend::Redis => panic!("Redis takes no SQL"),
-            #[cfg(feature = "mysql")]
-            Backend::Mysql => {
-                // mysql://user:password@host:port/database
-                let url = self.url();
-                let rest = url.trim_start_matches("mysql://");
-                let (credentials, rest) = rest.split_once('@').unwrap();
-                let (user, password) = credentials.split_once(':').unwrap();
-                let (address, database) = rest.split_once('/').unwrap();
-                let (host, port) = address.split_once(':').unwrap();
-                let database = database.split('?').next().unwrap();
-                // A statement that waits on a lock (a TRUNCATE behind a
-                // client's open transaction) fails after 10 s, never hangs.
-                let sql = &format!("SET SESSION lock_wait_timeout = 10; {sql}");
-                (
-                    "mariadb",
-                    [
-                        "-h", host, "-P", port, "-u", user, database, "-N", "-e", sql,
-                    ]
-                    .map(String::from)
-                    .into_iter()
-                    .chain([format!("-p{password}")])
-                    .collect(),
-                )
-            }
-        };
-        // A server just thawed or restarted may take a while to accept
-        // (the connections its clients gave up on queue first): a failure
-        // to connect is tried again, for at most 10 s; any other fails.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            let output = Command::new(program)
-                .args(&args)
-                .output()
-                .unwrap_or_else(|e| {
-                    panic!(
-                        "{program}: {e} (start the servers with scripts/services.sh, which \
-                         installs it)"
-                    )
-                });
-            if output.status.success() {
-                return;
-            }
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            let unconnected = ["Can't connect", "could not connect", "Connection refused"]
-                .iter()
-                .any(|said| stderr.contains(said));
-            assert!(
-                unconnected && std::time::Instant::now() < deadline,
-                "{program} -c {sql:?}: {stderr}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
-    }
+/// The backend named `name`, if its feature is on.
+pub fn named(name: &str) -> Option<&'static Backend> {
+    ALL.iter().copied().find(|b| b.name == name)
+}
+
+/// A CA that signed nothing the test servers use.
+pub fn unknown_ca() -> String {
+    env("FLAKEGEN_TEST_OTHER_CA")
+}
+
+/// The services' directory, as `scripts/services.sh` has it.
+pub fn services_dir() -> std::path::PathBuf {
+    std::env::var("FLAKEGEN_SERVICES_DIR")
+        .unwrap_or_else(|_| "/tmp/flakegen-services".to_owned())
+        .into()
+}
+
+/// A variable `scripts/services.sh start` exports; fails, saying how to
+/// start the servers, when it is not set: the tests never pass by skipping.
+pub fn env(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set: start the test servers with \
+             `eval \"$(scripts/services.sh start)\"` (or run without the feature)"
+        )
+    })
+}
+
+/// Runs `scripts/services.sh` with `args`; returns what it printed.
+pub fn services(args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
+    let output = Command::new("bash")
+        .arg(script)
+        .args(args)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "services.sh {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
 }
 
 /// Sends `signal` to every process in `pids`.
 pub fn signal_all(pids: &[String], signal: &str) {
-    // A backend that exited meanwhile has nothing to signal.
+    // A process that exited meanwhile has nothing to signal.
     let _ = Command::new("kill")
         .arg(signal)
         .args(pids)
@@ -238,26 +155,32 @@ pub fn signal_all(pids: &[String], signal: &str) {
         .status();
 }
 
-/// Each backend's server runs the lease contract suite of `flakegen-contract`.
-impl flakegen_contract::Fixture for Backend {
-    fn name(&self) -> &str {
-        Backend::name(*self)
-    }
-
-    fn registry(&self) -> std::sync::Arc<dyn flakegen::lease::backend::Registry> {
-        flakegen::lease::connect(&self.url()).unwrap()
-    }
-
-    fn lose_data(&self) {
-        Backend::lose_data(*self);
-    }
-
-    fn freeze(&self) -> Option<flakegen_contract::Frozen> {
-        let pids = self.server_pids();
-        assert!(!pids.is_empty(), "no {} server to freeze", self.service());
-        signal_all(&pids, "-STOP");
-        Some(flakegen_contract::Frozen::new(move || {
-            signal_all(&pids, "-CONT")
-        }))
+/// Runs a server's command-line client until it succeeds; a failure to
+/// connect (a server just thawed or restarted may take a while to accept)
+/// is tried again for at most 10 s, any other fails.
+pub fn client(program: &str, args: &[String]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let output = Command::new(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{program}: {e} (start the servers with scripts/services.sh, which \
+                     installs it)"
+                )
+            });
+        if output.status.success() {
+            return;
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let unconnected = ["Can't connect", "could not connect", "Connection refused"]
+            .iter()
+            .any(|said| stderr.contains(said));
+        assert!(
+            unconnected && std::time::Instant::now() < deadline,
+            "{program} {args:?}: {stderr}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }

@@ -5,8 +5,18 @@
 
 #[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
 pub mod backend;
+#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+pub mod forwarder;
 #[cfg(feature = "tokio")]
 pub mod heartbeat;
+#[cfg(feature = "mysql")]
+pub mod mysql;
+#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+pub mod pair;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "redis")]
+pub mod redis;
 
 use std::time::Duration;
 

@@ -67,8 +67,10 @@ struct State {
     /// The marker, the same for every namespace, like a table's, and the
     /// server that wrote it: in force only on that server.
     marker: Option<Marker>,
-    /// What [`Registry::mark`] writes: when the data began.
-    began_unix_millis: u64,
+    /// What [`Registry::mark`] writes where there is no marker: when the
+    /// data began; `None` on a replica, whose primary may have written
+    /// after the copy: the moment it is marked.
+    began_unix_millis: Option<u64>,
     records: BTreeMap<(String, u64), Record>,
     reachable: bool,
 }
@@ -79,7 +81,7 @@ impl MemoryRegistry {
     pub fn new() -> Self {
         Self::with_state(State {
             marker: None,
-            began_unix_millis: 0,
+            began_unix_millis: Some(0),
             records: BTreeMap::new(),
             reachable: true,
         })
@@ -102,7 +104,7 @@ impl MemoryRegistry {
         let mut state = self.state();
         state.records.clear();
         state.marker = None;
-        state.began_unix_millis = now;
+        state.began_unix_millis = Some(now);
     }
 
     /// A copy of this registry's data as it stands now, answering as
@@ -138,7 +140,7 @@ impl MemoryRegistry {
         let state = self.state();
         MemoryRegistry::with_state(State {
             marker: state.marker,
-            began_unix_millis: state.began_unix_millis,
+            began_unix_millis: None,
             records: state.records.clone(),
             reachable: true,
         })
@@ -267,7 +269,7 @@ impl Registry for MemoryRegistry {
             // Another server's: its history may hold writes this one never
             // had. Never earlier than now, nor than the marker it replaces.
             Some(old) => now.max(old.unix_millis + 1),
-            None => state.began_unix_millis,
+            None => state.began_unix_millis.unwrap_or(now),
         };
         state.marker = Some(Marker {
             unix_millis,

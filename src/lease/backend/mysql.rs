@@ -186,7 +186,10 @@ impl MysqlRegistry {
     /// generators need not wait (see
     /// [A registry that loses its data](crate::lease#a-registry-that-loses-its-data)).
     /// It writes no marker where one exists already: a table created again
-    /// after a drop is not new, and its generators wait.
+    /// after a drop is not new, and its generators wait. flakegen itself
+    /// writes it only on a server that never applied another's writes: a
+    /// replica since promoted may lack tables its old primary created and
+    /// leased from just before the failover.
     pub const NEW_TABLE_MARKER: &'static str = concat!(
         "INSERT IGNORE INTO flakegen_leases (namespace, worker, holder, fence_ms) \
          VALUES ('', -1, UUID(), 0); ",
@@ -419,7 +422,7 @@ impl MysqlRegistry {
             if present.1 == 0 {
                 conn.query_drop(include_str!("mysql_marker.sql")).await?;
             }
-            if present == (0, 0) {
+            if present == (0, 0) && !replicated(conn).await? {
                 for statement in MysqlRegistry::NEW_TABLE_MARKER.split("; ") {
                     conn.query_drop(statement).await?;
                 }
@@ -600,6 +603,36 @@ impl fmt::Debug for MysqlRegistry {
             .field("address", &self.remote.address)
             .finish_non_exhaustive()
     }
+}
+
+/// Whether the server has applied writes replicated from another: a
+/// replica, or one promoted from a replica (MariaDB: a replica's GTID
+/// position; MySQL: GTIDs of another server among those executed). A
+/// server without GTIDs gives no sign.
+async fn replicated(conn: &mut Conn) -> Result<bool, mysql_async::Error> {
+    match conn
+        .query_first::<String, _>("SELECT @@gtid_slave_pos")
+        .await
+    {
+        Ok(position) => return Ok(position.is_some_and(|p| !p.trim().is_empty())),
+        // Not MariaDB: MySQL's GTIDs name the server that made them.
+        Err(mysql_async::Error::Server(e)) if e.code == 1193 => {}
+        Err(e) => return Err(e),
+    }
+    let row: Option<(String, String)> = match conn
+        .query_first("SELECT @@gtid_executed, @@server_uuid")
+        .await
+    {
+        Ok(row) => row,
+        Err(mysql_async::Error::Server(_)) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    Ok(row.is_some_and(|(executed, uuid)| {
+        executed
+            .split(',')
+            .filter_map(|set| set.trim().split(':').next())
+            .any(|source| !source.is_empty() && !source.eq_ignore_ascii_case(&uuid))
+    }))
 }
 
 impl Registry for MysqlRegistry {

@@ -225,12 +225,16 @@ impl PostgresRegistry {
     /// generators need not wait (see
     /// [A registry that loses its data](crate::lease#a-registry-that-loses-its-data)).
     /// It writes nothing where a marker row exists already: a table created
-    /// again after a drop is not new, and its generators wait.
+    /// again after a drop is not new, and its generators wait. Nor on a
+    /// cluster past its first timeline: a standby since promoted may lack
+    /// tables its old primary created and leased from just before the
+    /// failover, and there the first generators wait too.
     pub const NEW_TABLE_MARKER: &'static str = concat!(
         sentinel!(),
-        "; INSERT INTO flakegen_marker (marker_ms, stamp) VALUES (0, ",
+        "; INSERT INTO flakegen_marker (marker_ms, stamp) SELECT 0, ",
         stamp!(),
-        ") ON CONFLICT DO NOTHING"
+        " WHERE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) = '00000001' \
+         ON CONFLICT DO NOTHING"
     );
 
     /// A registry at `url` (`postgres://user:password@host:port/database`).
@@ -514,9 +518,10 @@ const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'local', 
 
 /// Makes a connection ready to lease on: the server must be the primary,
 /// and the tables are created if they are missing. Tables created here
-/// together are new, so their marker says nothing was lost; a lease table
-/// created where a marker row was left (it was dropped) is not, nor is a
-/// lease table without a marker.
+/// together, on a cluster's first timeline, are new, so their marker says
+/// nothing was lost (see [`PostgresRegistry::NEW_TABLE_MARKER`]); a lease
+/// table created where a marker row was left (it was dropped) is not, nor
+/// is a lease table without a marker.
 async fn prepare(client: &Client, address: &str) -> Result<(), Failure<tokio_postgres::Error>> {
     let standby: bool = client
         .query_one("SELECT pg_is_in_recovery()", &[])

@@ -49,8 +49,11 @@ use super::{
 /// fence in its place. After a restart, the first TTL and skew wait.
 ///
 /// A namespace that has no marker yet gets the moment its server started,
-/// rounded up to a second: a server that has run for longer than a TTL and
-/// the skew makes nobody wait. Not detected, so never done under running
+/// rounded up to a second, on a server that has been a primary since it
+/// started: one that has run for longer than a TTL and the skew makes
+/// nobody wait. On a replica since promoted, the namespace may have begun
+/// on the old primary after the replica's last sync, its records lost with
+/// it: there it gets the moment it is marked, and its first holders wait. Not detected, so never done under running
 /// generators: deleting keys by hand (`DEL`, `FLUSHDB`, `FLUSHALL`), or
 /// letting Redis evict them. A `maxmemory-policy` of `allkeys-*` is refused.
 ///
@@ -204,9 +207,19 @@ if m then
   -- Written by another server process: whatever came after it may be lost.
   began = math.max(ceil_now, tonumber(ms) + 1)
 else
-  -- Uptime counts whole seconds: the start lies within the second after.
-  local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
-  began = math.min(ceil_now, (tonumber(t[1]) - up + 1) * 1000)
+  local repl = redis.call('INFO', 'replication')
+  local promoted = tonumber(string.match(repl, 'second_repl_offset:(%-?%d+)')) or 0
+  if promoted == -1 then
+    -- A primary since it started: nothing of this namespace was written
+    -- here before then. Uptime counts whole seconds: the start lies within
+    -- the second after.
+    local up = tonumber(string.match(info, 'uptime_in_seconds:(%d+)')) or 0
+    began = math.min(ceil_now, (tonumber(t[1]) - up + 1) * 1000)
+  else
+    -- A replica promoted: the namespace's marker and records may have been
+    -- written on the old primary after its last sync, and lost.
+    began = ceil_now
+  end
 end
 local text = string.format('%.0f', began)
 redis.call('SET', KEYS[1], run .. ':' .. text)

@@ -1,0 +1,119 @@
+//! A TCP forwarder: the address clients follow a failover through, as a
+//! virtual IP or a proxy moves to the new primary in production.
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::Duration;
+
+/// Forwards connections on a port of its own to a target it can move.
+pub struct Forwarder {
+    port: u16,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    target: Mutex<SocketAddr>,
+    /// Both ends of every connection forwarded, to cut at a switch.
+    open: Mutex<Vec<TcpStream>>,
+    stop: AtomicBool,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Forwarder {
+    /// A forwarder to `target`, listening on a free port of 127.0.0.1.
+    pub fn new(target: SocketAddr) -> Forwarder {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let shared = Arc::new(Shared {
+            target: Mutex::new(target),
+            open: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+        });
+        let accepting = Arc::clone(&shared);
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                if accepting.stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                let shared = Arc::clone(&accepting);
+                thread::spawn(move || forward(client, &shared));
+            }
+        });
+        Forwarder { port, shared }
+    }
+
+    /// The port clients connect to.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Moves to `target`: new connections go there, and every connection
+    /// open now is cut, as one to a server that went away is.
+    pub fn switch(&self, target: SocketAddr) {
+        *lock(&self.shared.target) = target;
+        for stream in lock(&self.shared.open).drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Drop for Forwarder {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        // Wakes the accepting thread, which then sees `stop`.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        for stream in lock(&self.shared.open).drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// Pipes `client` to the target and back until either side closes.
+fn forward(client: TcpStream, shared: &Shared) {
+    let target = *lock(&shared.target);
+    let Ok(server) = TcpStream::connect_timeout(&target, Duration::from_secs(1)) else {
+        // Refused, as the server's own address would refuse it.
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    {
+        let mut open = lock(&shared.open);
+        // Connections that ended are of no use to a switch.
+        open.retain(|s| s.peer_addr().is_ok());
+        for stream in [&client, &server] {
+            if let Ok(clone) = stream.try_clone() {
+                open.push(clone);
+            }
+        }
+    }
+    let (Ok(client_in), Ok(server_out)) = (client.try_clone(), server.try_clone()) else {
+        return;
+    };
+    let upstream = thread::spawn(move || pipe(client_in, server_out));
+    pipe(server, client);
+    let _ = upstream.join();
+}
+
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    let mut buffer = [0u8; 16 * 1024];
+    loop {
+        match from.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if to.write_all(&buffer[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to.shutdown(Shutdown::Both);
+    let _ = from.shutdown(Shutdown::Both);
+}
