@@ -108,5 +108,7 @@ umbrella! {
         Worker(WorkerError),
         /// A lease registry failed.
         Lease(crate::lease::LeaseError),
+        /// The process's generator (`flakegen::next_id`) could not be set up.
+        SetUp(crate::global::SetUpError),
     }
 }

@@ -195,6 +195,7 @@ mod clock;
 mod divisor;
 mod error;
 mod generator;
+pub mod global;
 mod id;
 mod layout;
 mod layout_text;
@@ -215,6 +216,9 @@ pub use self::generator::{
     AtomicGenerator, BuildError, Builder, Generator, IdGenerator, IssueError, MutexGenerator,
     ParseStrategyError, Strategy, TickerGenerator,
 };
+#[cfg(feature = "tokio")]
+pub use self::global::next_id_async;
+pub use self::global::{SetUpError, next_id};
 pub use self::id::{Field, IdError, ParseIdError, Snowflake};
 pub use self::layout::{FieldOrder, Fields, Layout, LayoutBuilder, LayoutError};
 pub use self::layout_text::ParseLayoutError;

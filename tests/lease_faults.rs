@@ -861,6 +861,7 @@ mod faults {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut scenario = Scenario::new(backend, 2);
         let started = Instant::now();
+        let started_ns = super::helper::real_nanos();
         let left_ms =
             |started: Instant| duration.saturating_sub(started.elapsed()).as_millis() as u64;
         // Clocks that disagree, within the skew allowance.
@@ -1039,9 +1040,10 @@ mod faults {
         }
         let losses = faults.iter().filter(|f| f.loss).count();
         println!("  faults: {counts:?} ({losses} with data loss)");
-        // The helpers stop issuing at the end of `duration` (less what they
-        // had left when spawned): no heal is expected past it.
-        let ended_ns = now() + duration.saturating_sub(started.elapsed()).as_nanos();
+        // The helpers stop issuing at the end of `duration`, their deadline:
+        // no heal is expected past it (a fault can outlast it, as a
+        // failover and the old primary's rebuild take seconds).
+        let ended_ns = started_ns + duration.as_nanos();
         scenario.finish(&killed, &faults, ended_ns);
     }
 }

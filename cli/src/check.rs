@@ -133,6 +133,7 @@ fn topic(e: &LeaseError) -> &'static str {
         LeaseError::Forbidden { .. } => "permissions",
         LeaseError::UnknownDatabase { .. } => "database",
         LeaseError::ReadOnly { .. } | LeaseError::MultiWriter { .. } => "topology",
+        LeaseError::WrongServer { .. } | LeaseError::InvalidUrl { .. } => "url",
         LeaseError::ClockAhead { .. } => "clock",
         _ => "server",
     }

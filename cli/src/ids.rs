@@ -1,12 +1,25 @@
 //! `flakegen new` and `flakegen decode`: IDs, one line each.
 
+use flakegen::lease::{self, Lease};
 use flakegen::{Builder, Error, Layout, Snowflake, Strategy, worker};
 
 use crate::Failed;
 use crate::show;
 
 /// Issue IDs with each strategy (or one), one line each.
+///
+/// It needs to know which worker it is, as every generator does: two runs
+/// with one worker id, at the same time, make the same IDs. Give one that
+/// no other process making IDs with this layout uses now (--worker), read
+/// it from the deployment (--worker-from), or lease one from a registry
+/// (--lease and --namespace), which keeps runs apart by itself and gets
+/// the id back when the run ends.
 #[derive(clap::Args)]
+#[command(group(
+    clap::ArgGroup::new("worker_source")
+        .required(true)
+        .args(["worker", "worker_from", "lease"]),
+))]
 pub(crate) struct New {
     /// Layout: twitter, discord, sonyflake or instagram, or a custom
     /// layout's fields (worker_bits=8,sequence_bits=14,...).
@@ -15,14 +28,23 @@ pub(crate) struct New {
     /// Strategy: atomic, mutex or ticker; with none, each in turn.
     #[arg(long)]
     strategy: Option<Strategy>,
-    /// Worker id.
-    #[arg(long, default_value_t = 1, conflicts_with = "worker_from")]
-    worker: u64,
+    /// Worker id, unique among the processes making IDs with this layout
+    /// now.
+    #[arg(long)]
+    worker: Option<u64>,
     /// Take the worker id from the deployment instead: env
     /// (FLAKEGEN_WORKER_ID), hostname (a StatefulSet pod's ordinal) or ip (a
     /// private IPv4 address's host part).
     #[arg(long, value_name = "SOURCE", value_parser = ["env", "hostname", "ip"])]
     worker_from: Option<String>,
+    /// Or lease the worker id from this registry (a mysql://, mariadb://,
+    /// postgres:// or redis:// URL), among the generators of --namespace;
+    /// it is given back when the run ends.
+    #[arg(long, value_name = "URL", requires = "namespace")]
+    lease: Option<String>,
+    /// The namespace of the lease, as in `Lease::new(registry, namespace)`.
+    #[arg(long, requires = "lease")]
+    namespace: Option<String>,
     /// How many IDs per strategy.
     #[arg(long, default_value_t = 3)]
     count: usize,
@@ -105,31 +127,45 @@ impl<'a> Line<'a> {
 
 pub(crate) fn new(args: &New) -> Result<(), Failed> {
     let layout = args.layout;
-    let (worker, from) = match args.worker_from.as_deref() {
-        None => (args.worker, "--worker"),
-        Some("env") => (worker::from_env(&layout)?, "env"),
-        Some("hostname") => (worker::from_hostname(&layout)?, "hostname"),
-        Some(_) => (worker::from_private_ipv4(&layout)?, "ip"),
+    let builder = Builder::new().layout(layout);
+    let (builder, from) = match (&args.lease, args.worker, args.worker_from.as_deref()) {
+        (Some(url), _, _) => {
+            let namespace = args.namespace.clone().unwrap_or_default();
+            let lease = Lease::new(lease::connect(url)?, namespace);
+            (builder.lease(lease), "a lease".to_owned())
+        }
+        (None, Some(worker), _) => (
+            builder.worker(worker),
+            format!("worker id {worker} (--worker)"),
+        ),
+        (None, None, Some(source)) => {
+            let worker = match source {
+                "env" => worker::from_env(&layout)?,
+                "hostname" => worker::from_hostname(&layout)?,
+                _ => worker::from_private_ipv4(&layout)?,
+            };
+            (
+                builder.worker(worker),
+                format!("worker id {worker} (--worker-from {source})"),
+            )
+        }
+        (None, None, None) => unreachable!("clap requires a worker source"),
     };
-    eprintln!("worker id {worker} (from {from})");
-    let builder = Builder::new().layout(layout).worker(worker);
     let strategies = match args.strategy {
         Some(strategy) => vec![strategy],
         None => Strategy::ALL.to_vec(),
     };
-    // The strategies share one worker id, so each resumes after the last ID
-    // of the one before: the way a restarted process avoids issuing twice.
-    let mut last: Option<Snowflake> = None;
+    // One generator at a time, each dropped before the next is built: on
+    // one worker id each starts after the last ID of the one before, as
+    // flakegen keeps generators of one process apart; a leased one gives
+    // its id back, and the next leases it again at once.
     for strategy in strategies {
-        let builder = match last {
-            Some(id) => builder.clone().resume_after(id),
-            None => builder.clone(),
-        };
-        let generator = builder.build(strategy)?;
+        let generator = builder.clone().build(strategy)?;
+        let worker = generator.worker();
+        eprintln!("{from}: worker {worker}, strategy {strategy}");
         for _ in 0..args.count {
             let id = generator.next_id()?;
             Line::new(&layout, id, ("strategy", strategy.name()))?.print(args.json);
-            last = Some(id);
         }
     }
     Ok(())

@@ -382,3 +382,149 @@ fn settings_under_which_a_crash_forgets_renewals_are_said_with_the_fix() {
     let lines = lines_on(&text, "durability");
     assert!(lines.len() == 1 && lines[0].starts_with("ok"), "{text}");
 }
+
+/// A short program (`flakegen new` with a lease) that exits right after
+/// its generator is dropped leaves its id free, on every backend: the next
+/// run takes it at once.
+#[test]
+fn a_short_program_leaves_its_id_free() {
+    let _serial = serial();
+    for backend in BACKENDS {
+        let url = url(backend);
+        let ns = format!("short-{}-{}", std::process::id(), nanos());
+        let out = flakegen(&["new", "--lease", &url, "--namespace", &ns, "--count", "2"]);
+        assert!(out.status.success(), "{backend}: {}", said(&out));
+        // Right after the process exited: the record is there, and free.
+        let out = flakegen(&["leases", &url, "--namespace", &ns, "--json"]);
+        assert!(out.status.success(), "{backend}: {}", said(&out));
+        let listing: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let records = listing["records"].as_array().unwrap();
+        assert!(!records.is_empty(), "{backend}: {listing}");
+        for record in records {
+            assert_eq!(record["state"], "free", "{backend}: {listing}");
+        }
+    }
+}
+
+/// Many `flakegen new` runs at once: with a lease each has an id of its
+/// own, and no ID is made twice; without a worker source each says so.
+#[test]
+fn parallel_runs_make_no_id_twice() {
+    let _serial = serial();
+    let url = url("redis");
+    let ns = format!("parallel-{}-{}", std::process::id(), nanos());
+    let mut ids = Vec::new();
+    for _round in 0..200 / 16 + 1 {
+        let runs: Vec<_> = (0..16)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_flakegen"))
+                    .args(["new", "--lease", &url, "--namespace", &ns, "--count", "3"])
+                    .args(["--strategy", "atomic"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for run in runs {
+            let out = run.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", said(&out));
+            for line in String::from_utf8_lossy(&out.stdout).lines() {
+                ids.push(line.split_whitespace().next().unwrap().to_owned());
+            }
+        }
+    }
+    let count = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "IDs made twice across parallel runs");
+    assert_eq!(count, 3 * 16 * (200 / 16 + 1));
+
+    let out = flakegen(&["new", "--count", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", said(&out));
+    for words in ["--worker", "--worker-from", "--lease"] {
+        assert!(said(&out).contains(words), "{}", said(&out));
+    }
+}
+
+/// An operator's check right after a loss writes nothing a generator could
+/// lease from: a holder from before the loss and a build after the check
+/// issue no ID twice, on every backend.
+#[test]
+fn a_check_right_after_a_loss_leaves_the_loss_rule_whole() {
+    let _serial = serial();
+    const ONE: Layout = Layout::builder().worker_bits(0).build_const();
+    for backend in BACKENDS {
+        let url = url(backend);
+        let ns = format!("check-loss-{}-{}", std::process::id(), nanos());
+        let terms = |ns: &str| {
+            Lease::new(lease::connect(&url).unwrap(), ns)
+                .ttl(std::time::Duration::from_secs(1))
+                .skew(std::time::Duration::from_millis(500))
+        };
+        let a = Builder::new()
+            .layout(ONE)
+            .lease(terms(&ns).reacquire(false))
+            .build_atomic()
+            .unwrap();
+        let mut ids: Vec<u64> = (0..100).map(|_| a.next_id().unwrap().as_u64()).collect();
+        lose(backend, &url);
+        let out = flakegen(&["leases", "check", &url, "--namespace", &ns]);
+        assert!(
+            said(&out).contains("permissions"),
+            "{backend}: {}",
+            said(&out)
+        );
+        let b = Builder::new()
+            .layout(ONE)
+            .lease(terms(&ns))
+            .max_wait(std::time::Duration::from_secs(3))
+            .build_atomic()
+            .unwrap();
+        // A issues to its fence meanwhile; B from its start on.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while std::time::Instant::now() < deadline {
+            if let Ok(id) = a.next_id() {
+                ids.push(id.as_u64());
+            }
+            ids.push(b.next_id().unwrap().as_u64());
+        }
+        let count = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(
+            ids.len(),
+            count,
+            "{backend}: IDs issued twice after the check"
+        );
+        drop(a);
+        b.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    }
+}
+
+fn nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// The server at `url` loses its data: a TRUNCATE, or a Redis restart.
+fn lose(backend: &str, url: &str) {
+    match backend {
+        "mysql" => {
+            mariadb(url, "TRUNCATE flakegen_leases");
+        }
+        "postgres" => client("psql", &[url, "-qc", "TRUNCATE flakegen_leases"]),
+        _ => {
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
+            let status = Command::new("bash")
+                .args([script, "crash", "redis"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "services.sh crash redis");
+        }
+    }
+}

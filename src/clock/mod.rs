@@ -12,7 +12,7 @@ pub use self::manual::ManualClock;
 pub use self::monotonic::MonotonicClock;
 pub use self::system::{CoarseClock, SyscallClock, SystemClock};
 
-pub(crate) use self::os::tighten_timer_slack;
+pub(crate) use self::os::{at_exit, tighten_timer_slack};
 
 /// A source of wall-clock time.
 ///

@@ -99,6 +99,24 @@ mod imp {
             libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
         }
     }
+
+    /// Runs `f` when the process exits through `exit` (as `main` returning
+    /// does), while its other threads still run. At most once per `f`.
+    pub(crate) fn at_exit(f: extern "C" fn()) {
+        use std::sync::Mutex;
+        static REGISTERED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+        let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+        if registered.contains(&(f as usize)) {
+            return;
+        }
+        registered.push(f as usize);
+        // SAFETY: atexit takes a function pointer with C linkage and no
+        // arguments, which `f` is, and keeps it for the process's life;
+        // failure (no room for more handlers) only leaves it unregistered.
+        unsafe {
+            libc::atexit(f);
+        }
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -119,4 +137,8 @@ mod imp {
     }
 
     pub(crate) fn tighten_timer_slack() {}
+
+    /// No exit handlers here: a leased process-wide generator's lease
+    /// expires after its TTL instead.
+    pub(crate) fn at_exit(_f: extern "C" fn()) {}
 }

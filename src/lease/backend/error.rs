@@ -159,6 +159,17 @@ pub enum LeaseError {
         /// What was found of the peer: it takes writes, or it could not be asked.
         found: String,
     },
+    /// The server at the URL's address speaks another protocol: the port is
+    /// another server's, or TLS was asked of a port without it (or the
+    /// reverse).
+    WrongServer {
+        /// The server's address.
+        address: String,
+        /// What the port speaks.
+        speaks: &'static str,
+        /// What the URL asked for.
+        wanted: &'static str,
+    },
     /// The store holds no leases at all: no generator has used it yet (a
     /// look at it creates nothing).
     NoLeases {
@@ -299,6 +310,16 @@ impl fmt::Display for LeaseError {
                  {found}: with two writable masters each side grants leases alone, and two \
                  generators could share an id. Point every generator at one side, and set \
                  read_only = ON on the other (or stop replicating from it)"
+            ),
+            LeaseError::WrongServer {
+                address,
+                speaks,
+                wanted,
+            } => write!(
+                f,
+                "lease registry at {address}: that port does not speak {wanted}, it speaks \
+                 {speaks}: check the URL's port and scheme (a TLS URL wants the server's TLS \
+                 port: rediss:// for Redis; the plain one wants redis://)"
             ),
             LeaseError::NoLeases { address } => write!(
                 f,

@@ -55,6 +55,8 @@ mod memory;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+mod probe;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]

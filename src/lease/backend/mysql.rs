@@ -7,6 +7,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, SslOpts};
 
+use super::probe::Speaks;
 use super::remote::{Connected, Failure, Remote};
 use super::tls;
 use super::{
@@ -230,6 +231,12 @@ impl MysqlRegistry {
                 .map(|(_, v)| v.as_str())
         };
         let opts = Opts::from_url(&url).map_err(|e| invalid(e.to_string()))?;
+        if opts.db_name().is_none_or(str::is_empty) {
+            return Err(invalid(
+                "the URL names no database: add /<database> (mysql://user:password@host:port/db)"
+                    .to_owned(),
+            ));
+        }
         let mode = param("ssl-mode").unwrap_or("DISABLED").to_ascii_uppercase();
         let ssl = match mode.as_str() {
             "DISABLED" => None,
@@ -295,7 +302,7 @@ impl MysqlRegistry {
         Ok(MysqlRegistry {
             opts,
             verified,
-            remote: Remote::new(address)?,
+            remote: Remote::new(address, Speaks::Mysql)?,
         })
     }
 

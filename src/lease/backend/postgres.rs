@@ -9,6 +9,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, Config, NoTls, Row};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::probe::Speaks;
 use super::remote::{Connected, Failure, Remote};
 use super::tls::{self, Verify};
 use super::{
@@ -340,7 +341,7 @@ impl PostgresRegistry {
             config,
             tls,
             verified,
-            remote: Remote::new(format!("{host}:{port}"))?,
+            remote: Remote::new(format!("{host}:{port}"), Speaks::Postgres)?,
         })
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ErrorKind, RedisError, Script, TlsCertificates, Value};
 
+use super::probe::Speaks;
 use super::remote::{Connected, Failure, Remote};
 use super::tls;
 use super::{
@@ -290,7 +291,7 @@ impl RedisRegistry {
         let address = client.get_connection_info().addr.to_string();
         Ok(RedisRegistry {
             client,
-            remote: Remote::new(address)?,
+            remote: Remote::new(address, if over_tls { Speaks::Tls } else { Speaks::Redis })?,
             read: Script::new(READ),
             mark: Script::new(MARK),
             swap: Script::new(SWAP),

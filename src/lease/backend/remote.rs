@@ -14,9 +14,8 @@ use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinHandle;
 
-use super::DEFAULT_TIMEOUT;
-use super::LeaseError;
-use super::said;
+use super::probe::{self, Speaks};
+use super::{DEFAULT_TIMEOUT, LeaseError, said};
 
 /// A connection and the task that drives it, if it has one.
 pub(crate) struct Connected<C> {
@@ -39,8 +38,7 @@ pub(crate) enum Failure<E> {
     Client(E),
     /// No answer within the timeout.
     TimedOut(Duration),
-    /// A reply the backend could not read.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    /// A reply the backend could not read, or a server that is not one.
     Lease(LeaseError),
 }
 
@@ -77,13 +75,16 @@ impl<E> From<E> for Failure<E> {
 pub(crate) struct Remote<C> {
     /// `host:port`, for messages: never the password.
     pub(crate) address: String,
+    /// What the server must speak at the address, from the first byte.
+    speaks: Speaks,
     /// Always `Some` until dropped.
     runtime: Option<Runtime>,
     connection: Mutex<Option<Connected<C>>>,
 }
 
 impl<C: Send> Remote<C> {
-    pub(crate) fn new(address: String) -> Result<Self, LeaseError> {
+    /// A server at `address` that must speak `speaks` there.
+    pub(crate) fn new(address: String, speaks: Speaks) -> Result<Self, LeaseError> {
         let runtime = Builder::new_current_thread()
             .enable_all()
             .build()
@@ -93,6 +94,7 @@ impl<C: Send> Remote<C> {
             })?;
         Ok(Remote {
             address,
+            speaks,
             runtime: Some(runtime),
             connection: Mutex::new(None),
         })
@@ -117,7 +119,9 @@ impl<C: Send> Remote<C> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let taken = slot.take();
-        let work = async move {
+        let opening = taken.is_none();
+        let opened = std::sync::atomic::AtomicBool::new(false);
+        let work = async {
             let Connected { client, driver } = match taken {
                 Some(connected) => connected,
                 None => match open().await {
@@ -125,11 +129,25 @@ impl<C: Send> Remote<C> {
                     Err(e) => return (None, Err(Failure::Client(e))),
                 },
             };
+            // Relaxed: read on this thread, after the future is done.
+            opened.store(true, std::sync::atomic::Ordering::Relaxed);
             let (client, result) = call(client).await;
             (Some(Connected { client, driver }), result)
         };
         let bounded = async { tokio::time::timeout(DEFAULT_TIMEOUT, work).await };
-        match self.block_on(bounded) {
+        let outcome = self.block_on(bounded);
+        // A connection that never opened may be to another server's port:
+        // its client says so as a hang or a parse error. Ask the port.
+        if opening && !opened.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Some(other) = probe::speaks(&self.address).filter(|&s| s != self.speaks) {
+                return Err(Failure::Lease(LeaseError::WrongServer {
+                    address: self.address.clone(),
+                    speaks: other.name(),
+                    wanted: self.speaks.name(),
+                }));
+            }
+        }
+        match outcome {
             Ok((connected, result)) => {
                 // A connection that failed may be broken: the next call opens another.
                 if !matches!(result, Err(Failure::Client(_))) {

@@ -1,0 +1,139 @@
+//! The process's generator, `flakegen::next_id()`: each case is a process
+//! of its own (this binary run again with the case's name), since a
+//! process sets its generator up once.
+
+use std::process::{Command, ExitCode};
+
+use flakegen::{Builder, Error, Layout, SetUpError};
+
+/// The cases, each run in a child process with its environment.
+const CASES: &[(&str, &[(&str, &str)])] = &[
+    ("nothing_to_go_on", &[]),
+    (
+        "a_worker_id_from_the_environment",
+        &[("FLAKEGEN_WORKER_ID", "5")],
+    ),
+    (
+        "a_layout_and_a_strategy_from_the_environment",
+        &[
+            ("FLAKEGEN_WORKER_ID", "300"),
+            ("FLAKEGEN_LAYOUT", "sonyflake"),
+            ("FLAKEGEN_STRATEGY", "ticker"),
+        ],
+    ),
+    (
+        "a_bad_variable_is_named",
+        &[("FLAKEGEN_WORKER_ID", "5"), ("FLAKEGEN_STRATEGY", "fast")],
+    ),
+    (
+        "a_worker_id_and_a_lease_both",
+        &[
+            ("FLAKEGEN_WORKER_ID", "5"),
+            ("FLAKEGEN_LEASE_URL", "redis://127.0.0.1:1/0"),
+            ("FLAKEGEN_LEASE_NAMESPACE", "x"),
+        ],
+    ),
+    ("set_up_once", &[]),
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(case) = args.iter().find_map(|a| a.strip_prefix("--case=")) {
+        run(case);
+        return ExitCode::SUCCESS;
+    }
+    let this = std::env::current_exe().unwrap();
+    let mut failed = 0;
+    for (case, env) in CASES {
+        let output = Command::new(&this)
+            .arg(format!("--case={case}"))
+            .env_remove("FLAKEGEN_WORKER_ID")
+            .env_remove("FLAKEGEN_LEASE_URL")
+            .env_remove("FLAKEGEN_LAYOUT")
+            .env_remove("FLAKEGEN_STRATEGY")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        if output.status.success() {
+            println!("global::{case} ... ok");
+        } else {
+            failed += 1;
+            println!(
+                "global::{case} ... FAILED\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+    println!("\nglobal: {} passed, {failed} failed", CASES.len() - failed);
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// One case, in this process: panics if it does not hold.
+fn run(case: &str) {
+    match case {
+        "nothing_to_go_on" => {
+            // Never a default worker id: a clear error, every call.
+            for _ in 0..3 {
+                match flakegen::next_id() {
+                    Err(Error::SetUp(e @ SetUpError::NothingToGoOn)) => {
+                        let message = e.to_string();
+                        for words in ["will not guess a worker id", "FLAKEGEN_WORKER_ID", "set_up"]
+                        {
+                            assert!(message.contains(words), "{message}");
+                        }
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            assert!(flakegen::global::generator().is_none());
+        }
+        "a_worker_id_from_the_environment" => {
+            let first = flakegen::next_id().unwrap();
+            let ids: Vec<_> = (0..10_000).map(|_| flakegen::next_id().unwrap()).collect();
+            assert!(ids.windows(2).all(|w| w[0] < w[1]));
+            assert!(ids[0] > first);
+            let generator = flakegen::global::generator().unwrap();
+            assert_eq!(generator.worker(), 5);
+            assert_eq!(Layout::TWITTER.decode(first).unwrap().worker, 5);
+        }
+        "a_layout_and_a_strategy_from_the_environment" => {
+            let id = flakegen::next_id().unwrap();
+            assert_eq!(Layout::SONYFLAKE.decode(id).unwrap().worker, 300);
+            let generator = flakegen::global::generator().unwrap();
+            assert_eq!(generator.layout(), &Layout::SONYFLAKE);
+        }
+        "a_bad_variable_is_named" => match flakegen::next_id() {
+            Err(
+                e @ Error::SetUp(SetUpError::Env {
+                    var: "FLAKEGEN_STRATEGY",
+                    ..
+                }),
+            ) => {
+                assert!(e.to_string().starts_with("FLAKEGEN_STRATEGY: "), "{e}");
+            }
+            other => panic!("{other:?}"),
+        },
+        "a_worker_id_and_a_lease_both" => match flakegen::next_id() {
+            Err(e @ Error::SetUp(SetUpError::Env { .. })) => {
+                assert!(e.to_string().contains("not both"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        },
+        "set_up_once" => {
+            let generator = Builder::new().worker(9).build_mutex().unwrap();
+            flakegen::global::set_up(generator).unwrap();
+            let again = Builder::new().worker(10).build_mutex().unwrap();
+            assert_eq!(
+                flakegen::global::set_up(again),
+                Err(SetUpError::AlreadySetUp)
+            );
+            let id = flakegen::next_id().unwrap();
+            assert_eq!(Layout::TWITTER.decode(id).unwrap().worker, 9);
+        }
+        other => panic!("no case {other}"),
+    }
+}
