@@ -17,6 +17,8 @@ use metrics::{
 /// Every series, by name and labels (`name{k=v,...}`).
 #[derive(Default)]
 struct Series {
+    /// Each metric's help, as described.
+    helps: Mutex<BTreeMap<String, String>>,
     counters: Mutex<BTreeMap<String, Arc<AtomicU64>>>,
     gauges: Mutex<BTreeMap<String, Arc<AtomicU64>>>,
     histograms: Mutex<BTreeMap<String, Arc<Samples>>>,
@@ -43,9 +45,18 @@ fn series_name(key: &Key) -> String {
 struct Recording(&'static Series);
 
 impl Recorder for Recording {
-    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
-    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_counter(&self, name: KeyName, _: Option<Unit>, help: SharedString) {
+        let mut helps = self.0.helps.lock().unwrap();
+        helps.insert(name.as_str().to_owned(), help.into_owned());
+    }
+    fn describe_gauge(&self, name: KeyName, _: Option<Unit>, help: SharedString) {
+        let mut helps = self.0.helps.lock().unwrap();
+        helps.insert(name.as_str().to_owned(), help.into_owned());
+    }
+    fn describe_histogram(&self, name: KeyName, _: Option<Unit>, help: SharedString) {
+        let mut helps = self.0.helps.lock().unwrap();
+        helps.insert(name.as_str().to_owned(), help.into_owned());
+    }
     fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
         let mut counters = self.0.counters.lock().unwrap();
         Counter::from_arc(Arc::clone(counters.entry(series_name(key)).or_default()))
@@ -122,6 +133,8 @@ fn a_lease_reports_its_state_renewals_loss_heal_and_release() {
         .unwrap();
     assert_eq!(state(series, ns, "held"), Some(1.0));
     assert_eq!(state(series, ns, "lost"), Some(0.0));
+    let worker = series.gauge(&format!("flakegen_lease_worker{{namespace={ns}}}"));
+    assert_eq!(worker, Some(g.worker() as f64));
     let renewals = format!("flakegen_lease_renewal_seconds{{namespace={ns}}}");
     eventually("two renewals", || series.samples(&renewals).len() >= 2);
     assert!(
@@ -173,8 +186,17 @@ fn a_lease_reports_its_state_renewals_loss_heal_and_release() {
 #[test]
 fn refusals_are_counted_by_kind_and_waits_by_cause() {
     let (series, _serial) = recorded();
-    let refusals = |kind: &str| series.counter(&format!("flakegen_refusals_total{{kind={kind}}}"));
-    let waits = |cause: &str| series.samples(&format!("flakegen_wait_seconds{{cause={cause}}}"));
+    // A generator without a lease: its namespace label is empty.
+    let refusals = |kind: &str| {
+        series.counter(&format!(
+            "flakegen_refusals_total{{kind={kind},namespace=}}"
+        ))
+    };
+    let waits = |cause: &str| {
+        series.samples(&format!(
+            "flakegen_wait_seconds{{cause={cause},namespace=}}"
+        ))
+    };
     let (would_block, behind, unit) = (
         refusals("would_block"),
         refusals("clock_behind"),
@@ -189,7 +211,7 @@ fn refusals_are_counted_by_kind_and_waits_by_cause() {
         .build_const();
     let clock = ManualClock::from_unix_millis(1_704_067_200_000);
     let g = Builder::new()
-        .worker(1)
+        .worker(0)
         .layout(narrow)
         .clock(clock.clone())
         .max_wait(Duration::from_millis(20))
@@ -212,7 +234,7 @@ fn refusals_are_counted_by_kind_and_waits_by_cause() {
     // On a clock that moves, a used-up unit costs a short wait, counted;
     // the calls that did not wait are not.
     let g = Builder::new()
-        .worker(1)
+        .worker(0)
         .layout(narrow)
         .build_atomic()
         .unwrap();
@@ -226,4 +248,71 @@ fn refusals_are_counted_by_kind_and_waits_by_cause() {
         (before + 1..=before + 10).contains(&after),
         "{before} -> {after}"
     );
+}
+
+/// Every metric says what it is (an exporter's `# HELP` line), every
+/// series carries the namespace, and a refusal of a leased generator is
+/// counted under its lease's.
+#[test]
+fn every_metric_is_described_and_labelled_with_its_namespace() {
+    let (series, _serial) = recorded();
+    let ns = "metrics-labels";
+    let lease = Lease::new(MemoryRegistry::new(), ns)
+        .ttl(Duration::from_millis(300))
+        .renew_every(Duration::from_millis(50))
+        .skew(Duration::from_millis(100));
+    let g = Builder::new()
+        .layout(
+            Layout::builder()
+                .worker_bits(0)
+                .sequence_bits(2)
+                .build_const(),
+        )
+        .lease(lease)
+        .max_wait(Duration::from_millis(1))
+        .build_atomic()
+        .unwrap();
+    g.next_id().unwrap();
+    g.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    assert!(matches!(g.next_id(), Err(IssueError::ShutDown)));
+    assert_eq!(
+        series.counter(&format!(
+            "flakegen_refusals_total{{kind=shut_down,namespace={ns}}}"
+        )),
+        1
+    );
+    let helps = series.helps.lock().unwrap();
+    for name in [
+        "flakegen_lease_state",
+        "flakegen_lease_worker",
+        "flakegen_lease_fence_lead_seconds",
+        "flakegen_lease_renewal_seconds",
+        "flakegen_lease_renewals_failed_total",
+        "flakegen_lease_losses_total",
+        "flakegen_lease_reacquisitions_total",
+        "flakegen_lease_releases_total",
+        "flakegen_refusals_total",
+        "flakegen_wait_seconds",
+    ] {
+        let help = helps
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} is not described"));
+        assert!(help.len() > 20, "{name}: {help}");
+    }
+    drop(helps);
+    for names in [
+        series
+            .counters
+            .lock()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>(),
+        series.gauges.lock().unwrap().keys().cloned().collect(),
+        series.histograms.lock().unwrap().keys().cloned().collect(),
+    ] {
+        for name in names {
+            assert!(name.contains("namespace="), "{name} has no namespace label");
+        }
+    }
 }

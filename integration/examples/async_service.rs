@@ -77,6 +77,12 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    // The lease says what it does (acquired, lost, leasing again, issuing
+    // again, released) as tracing events: here, a line each on stderr.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(true)
+        .init();
     // flakegen reports through the `metrics` facade; this recorder renders
     // what it is told as Prometheus text on GET /metrics.
     let metrics = PrometheusBuilder::new().install_recorder()?;

@@ -68,7 +68,7 @@ impl<G: IdGenerator + ?Sized> AsyncIdGenerator for G {
             Err(IssueError::WouldBlock { wait_nanos }) => {
                 wait_then(self, wait_nanos, |g| g.next_id_or_wait_hint()).await
             }
-            done => done.map_err(meter::refused),
+            done => done.map_err(|e| refused(self, e)),
         }
     }
 
@@ -78,9 +78,16 @@ impl<G: IdGenerator + ?Sized> AsyncIdGenerator for G {
             Err(IssueError::WouldBlock { wait_nanos }) => {
                 wait_then(self, wait_nanos, |g| g.next_ids_or_wait_hint(ids)).await
             }
-            done => done.map_err(meter::refused),
+            done => done.map_err(|e| refused(self, e)),
         }
     }
+}
+
+/// A refusal, counted under the generator's lease's namespace.
+#[cold]
+fn refused<G: IdGenerator + ?Sized>(generator: &G, e: IssueError) -> IssueError {
+    let namespace = generator.lease().map(|status| status.namespace);
+    meter::refused(e, namespace.as_deref().unwrap_or(""))
 }
 
 /// Sleeps `wait_nanos`, then makes the `attempt` again, for as long as it
@@ -97,14 +104,17 @@ where
     let give_up = Instant::now().checked_add(generator.max_wait());
     loop {
         if give_up.is_some_and(|at| Instant::now() >= at) {
-            return Err(meter::refused(IssueError::ClockBehind {
-                behind_nanos: wait_nanos,
-            }));
+            return Err(refused(
+                generator,
+                IssueError::ClockBehind {
+                    behind_nanos: wait_nanos,
+                },
+            ));
         }
         tokio::time::sleep(Duration::from_nanos(wait_nanos)).await;
         match attempt(generator) {
             Err(IssueError::WouldBlock { wait_nanos: again }) => wait_nanos = again,
-            done => return done.map_err(meter::refused),
+            done => return done.map_err(|e| refused(generator, e)),
         }
     }
 }

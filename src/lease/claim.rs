@@ -27,6 +27,16 @@ pub struct Claim {
     last: u64,
 }
 
+impl core::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Claim")
+            .field("worker", &self.worker)
+            .field("last", &self.last)
+            .field("cap", &self.cap())
+            .finish()
+    }
+}
+
 impl Claim {
     /// A claim on `worker` with no lease: capped only by the layout's end.
     pub(crate) fn unleased(layout: &Layout, worker: u64) -> Claim {

@@ -79,6 +79,11 @@ impl LeaseHandle {
         self.shared.status()
     }
 
+    /// The lease's namespace.
+    pub(crate) fn namespace(&self) -> &str {
+        &self.shared.namespace
+    }
+
     /// How long a dropped generator may wait for its release here: its
     /// `release_wait`, or nothing on an async runtime's thread, which a
     /// drop must never hold.

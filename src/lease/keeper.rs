@@ -245,7 +245,7 @@ impl Keeping {
                 (Phase::Holding(held), asked_at + self.renew_every)
             }
             Err(Unconfirmed::Lost(e)) => {
-                meter::count("flakegen_lease_losses_total", &shared.namespace);
+                meter::count(meter::LOSSES, &shared.namespace);
                 let fence = held.claim.fence().unix_millis();
                 let starts = held.previous_fence_unix_millis;
                 let old = held.claim;
@@ -292,7 +292,7 @@ impl Keeping {
                 }
             }
             Err(Unconfirmed::Failed(e)) => {
-                meter::count("flakegen_lease_renewals_failed_total", &shared.namespace);
+                meter::count(meter::RENEWALS_FAILED, &shared.namespace);
                 if !said.failing {
                     said.failing = true;
                     let fence = held.claim.fence().unix_millis();
@@ -377,7 +377,7 @@ impl Keeping {
         meter::lease_state(&shared.namespace, LeaseState::Released.named());
         match outcome {
             Ok(()) => {
-                meter::count("flakegen_lease_releases_total", &shared.namespace);
+                meter::count(meter::RELEASES, &shared.namespace);
                 let message = "lease released";
                 event!(
                     Level::INFO,
@@ -417,8 +417,9 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
         previous.is_some(),
     );
     meter::fence_lead(&shared.namespace, lead_millis(fence, shared.now_ms()));
+    meter::worker(&shared.namespace, worker);
     if previous.is_some() {
-        meter::count("flakegen_lease_reacquisitions_total", &shared.namespace);
+        meter::count(meter::REACQUISITIONS, &shared.namespace);
     }
     let none = None::<&LeaseError>;
     let waits = shared.now_ms() < starts;

@@ -145,11 +145,6 @@ impl Lease {
             .saturating_add(Duration::from_secs(1))
     }
 
-    /// The namespace.
-    pub fn namespace(&self) -> &str {
-        &self.namespace
-    }
-
     /// Checks the terms against the layout and the generator's lead; returns
     /// the renewal interval.
     pub(crate) fn check(&self, layout: &Layout, max_lead: Duration) -> Result<Duration, Refused> {

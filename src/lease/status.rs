@@ -62,6 +62,8 @@ impl LeaseState {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeaseStatus {
+    /// The namespace the lease is held in.
+    pub namespace: String,
     /// The worker id of the newest lease: the one the generator issues
     /// under, or will once a re-acquired lease's IDs may start.
     pub worker: u64,
@@ -207,6 +209,7 @@ impl Shared {
             _ => self.ttl.saturating_sub(status.renewed_at.elapsed()),
         };
         LeaseStatus {
+            namespace: self.namespace.clone(),
             worker: claim.worker(),
             state,
             starts: UNIX_EPOCH + Duration::from_millis(status.starts_unix_millis),
