@@ -46,10 +46,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
+use flakegen::clock::SyscallClock;
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, MemoryRegistry};
 use flakegen::{
     Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
-    Strategy, SyscallClock, SystemClock,
+    Strategy, SystemClock,
 };
 use support::costly::CostlyClock;
 use support::peer::{ClockCas, PeerClock};

@@ -109,7 +109,7 @@
 //! # Clocks
 //!
 //! Generators are generic over a [`Clock`]: [`SystemClock`] (the default),
-//! [`CoarseClock`], [`MonotonicClock`], [`SyscallClock`] (reproduces the cost of
+//! [`CoarseClock`], [`MonotonicClock`], [`clock::SyscallClock`] (reproduces the cost of
 //! clock reads under a hypervisor) and [`ManualClock`] for tests.
 //!
 //! # Errors
@@ -143,15 +143,20 @@
 //! counted on the path of an ID that does not wait: only refusals, waits,
 //! and what the lease's thread does.
 //!
+//! Every series carries a `namespace` label: the lease's, empty for a
+//! generator without one. Each metric is described (the `# HELP` line of a
+//! Prometheus exporter) before it is first reported.
+//!
 //! | name | kind | labels | what |
 //! |---|---|---|---|
-//! | `flakegen_lease_state` | gauge | `namespace`, `state` | 1 for the lease's state (`held`, `renewing`, `lost`, `reacquiring`, `released`), 0 for the others |
-//! | `flakegen_lease_fence_lead_seconds` | gauge | `namespace` | how far the confirmed fence led the holder's clock at the last renewal or acquisition: the time the generator can issue for with its registry gone |
-//! | `flakegen_lease_renewal_seconds` | histogram | `namespace` | the round trip of each confirmed renewal |
-//! | `flakegen_lease_renewals_failed_total` | counter | `namespace` | renewals that failed (the lease is kept, and retried) |
-//! | `flakegen_lease_losses_total` | counter | `namespace` | leases lost: taken, or gone with the registry's data |
-//! | `flakegen_lease_reacquisitions_total` | counter | `namespace` | leases taken again after a loss (healing) |
-//! | `flakegen_lease_releases_total` | counter | `namespace` | leases given back at shutdown |
+//! | `flakegen_lease_state` | gauge | `state` | 1 for the lease's state (`held`, `renewing`, `lost`, `reacquiring`, `released`), 0 for the others |
+//! | `flakegen_lease_worker` | gauge | | the worker id of the lease in force: it changes when a lost lease heals onto another id |
+//! | `flakegen_lease_fence_lead_seconds` | gauge | | how far the confirmed fence led the holder's clock at the last renewal or acquisition: the time the generator can issue for with its registry gone |
+//! | `flakegen_lease_renewal_seconds` | histogram | | the round trip of each confirmed renewal |
+//! | `flakegen_lease_renewals_failed_total` | counter | | renewals that failed (the lease is kept, and retried) |
+//! | `flakegen_lease_losses_total` | counter | | leases lost: taken, or gone with the registry's data or history |
+//! | `flakegen_lease_reacquisitions_total` | counter | | leases taken again after a loss (healing) |
+//! | `flakegen_lease_releases_total` | counter | | leases given back at shutdown |
 //! | `flakegen_refusals_total` | counter | `kind` | calls refused: `clock_behind`, `lease_lost`, `shut_down`, `timestamp_exhausted`, `would_block` (`try_next_id`) |
 //! | `flakegen_wait_seconds` | histogram | `cause` | waits, and their total time: `unit` (the unit's IDs used up), `ahead` (the IDs lie further ahead of the clock: a step back, `resume_after`, a lease's start), `fence` (at the lease's fence, for a renewal or a new lease); for the async calls, the wait they were told to make |
 //!
@@ -191,7 +196,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod clock;
+pub mod clock;
 mod divisor;
 mod error;
 mod generator;
@@ -208,7 +213,7 @@ pub mod sql;
 mod sync;
 pub mod worker;
 
-pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SyscallClock, SystemClock};
+pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SystemClock};
 pub use self::error::Error;
 #[cfg(feature = "tokio")]
 pub use self::generator::AsyncIdGenerator;

@@ -8,7 +8,8 @@
 use std::thread;
 use std::time::Duration;
 
-use flakegen::{Clock, CoarseClock, ManualClock, MonotonicClock, SyscallClock, SystemClock};
+use flakegen::clock::SyscallClock;
+use flakegen::{Clock, CoarseClock, ManualClock, MonotonicClock, SystemClock};
 
 const INTERVAL: Duration = Duration::from_millis(250);
 

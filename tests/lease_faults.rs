@@ -54,7 +54,7 @@ use std::process::ExitCode;
 mod common;
 
 fn main() -> ExitCode {
-    #[cfg(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql")))]
+    #[cfg(all(unix, remote))]
     {
         let args: Vec<String> = std::env::args().skip(1).collect();
         if args.first().map(String::as_str) == Some("--helper") {
@@ -62,7 +62,7 @@ fn main() -> ExitCode {
         }
         faults::run(&args)
     }
-    #[cfg(not(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql"))))]
+    #[cfg(not(all(unix, remote)))]
     {
         println!("lease_faults: nothing to run without the postgres, redis or mysql feature");
         ExitCode::SUCCESS
@@ -70,7 +70,7 @@ fn main() -> ExitCode {
 }
 
 /// One helper process: leases, issues and records until its time is up.
-#[cfg(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql")))]
+#[cfg(all(unix, remote))]
 mod helper {
     use std::fs::File;
     use std::io::{BufWriter, Write};
@@ -355,7 +355,7 @@ mod helper {
     }
 }
 
-#[cfg(all(unix, any(feature = "postgres", feature = "redis", feature = "mysql")))]
+#[cfg(all(unix, remote))]
 mod faults {
     use std::fs;
     use std::panic::{self, AssertUnwindSafe};

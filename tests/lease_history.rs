@@ -19,7 +19,7 @@
 //! millisecond holds for the whole of the replica's lag (138,694–178,188
 //! duplicates per run). Each run prints its figures.
 
-#![cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#![cfg(remote)]
 
 mod common;
 

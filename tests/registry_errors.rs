@@ -1,7 +1,7 @@
 //! What a registry says when its server refuses: each message names the
 //! cause and what to do. Against the real servers (`scripts/services.sh`).
 
-#![cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#![cfg(remote)]
 
 mod common;
 

@@ -5,7 +5,7 @@
 //!
 //! One test stops a server, so the tests of this file run one at a time.
 
-#![cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#![cfg(remote)]
 
 mod common;
 

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use flakegen::{Clock, SyscallClock, SystemClock};
+use flakegen::clock::SyscallClock;
+use flakegen::{Clock, SystemClock};
 
 fn read(path: &str) -> Option<String> {
     fs::read_to_string(path)

@@ -298,6 +298,7 @@ pub mod __private {
 
     /// One `suite!` call's fixture, built by its first test, and the lock
     /// that runs its tests one at a time.
+    #[allow(missing_debug_implementations)]
     pub struct Suite {
         fixture: OnceLock<Box<dyn Fixture>>,
         serial: Mutex<()>,

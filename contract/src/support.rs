@@ -25,6 +25,7 @@ pub fn build<C: Clock + Clone + 'static>(
 }
 
 /// A thread-less ticker that reads the clock before every call.
+#[derive(Debug)]
 pub struct Refreshed<C: Clock + 'static>(pub TickerGenerator<C>);
 
 impl<C: Clock + 'static> IdGenerator for Refreshed<C> {

@@ -89,7 +89,8 @@ os_clock! {
 /// # Examples
 ///
 /// ```
-/// use flakegen::{Clock, SyscallClock, SystemClock};
+/// use flakegen::clock::SyscallClock;
+/// use flakegen::{Clock, SystemClock};
 ///
 /// assert!(SyscallClock.unix_nanos().abs_diff(SystemClock.unix_nanos()) < 1_000_000_000);
 /// ```

@@ -47,6 +47,14 @@ pub struct Atomic {
     ticks: CachePadded<TickCounter>,
 }
 
+impl core::fmt::Debug for Atomic {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Atomic")
+            .field("last_tick", &self.ticks.last_issued())
+            .finish()
+    }
+}
+
 impl<C: Clock> Raw<C> for Atomic {
     const NAME: &'static str = "AtomicGenerator";
 

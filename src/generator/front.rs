@@ -248,6 +248,11 @@ impl<C: Clock> Core<C> {
         }
     }
 
+    /// The lease's namespace, for the metrics' labels; empty without a lease.
+    pub(crate) fn namespace(&self) -> &str {
+        self.lease.as_ref().map_or("", LeaseHandle::namespace)
+    }
+
     /// When the tick after `last` may be issued, as the clock reads now.
     pub(super) fn readiness(&self, last: u64) -> Readiness {
         Readiness::of(
@@ -398,7 +403,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
                 let waited = self
                     .raw
                     .wait_until(&self.core, unit, now_nanos, self.core.give_up());
-                waiting.end(cause);
+                waiting.end(cause, self.core.namespace());
                 waited.map_err(|behind_nanos| IssueError::ClockBehind { behind_nanos })?;
                 Ok((ticks.first, claim))
             }
@@ -424,7 +429,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
             if self.core.wait_for(unit, now_nanos).is_ok() {
                 let waiting = meter::Waiting::begin();
                 let waited = self.raw.wait_until(&self.core, unit, now_nanos, give_up);
-                waiting.end(Cause::Fence);
+                waiting.end(Cause::Fence, self.core.namespace());
                 if waited.is_ok() && end < claim.cap() {
                     return Ok((ticks.first, claim));
                 }
@@ -456,7 +461,11 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
                 .core
                 .refusal_error(Refusal::WaitUntil(unit), claim, now_nanos);
             if let IssueError::WouldBlock { wait_nanos } = said {
-                meter::waited(cause, Duration::from_nanos(wait_nanos));
+                meter::waited(
+                    cause,
+                    self.core.namespace(),
+                    Duration::from_nanos(wait_nanos),
+                );
             }
             return Err(said);
         }
@@ -533,7 +542,9 @@ impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
 impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, IssueError> {
-        let (tick, claim) = self.issue(1, Wait::Block).map_err(meter::refused)?;
+        let (tick, claim) = self
+            .issue(1, Wait::Block)
+            .map_err(|e| meter::refused(e, self.core.namespace()))?;
         Ok(claim.id(self.core.layout(), tick))
     }
 
@@ -545,7 +556,9 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     #[inline]
     fn try_next_id(&self) -> Result<Snowflake, IssueError> {
-        let (tick, claim) = self.try_issue(1).map_err(meter::refused)?;
+        let (tick, claim) = self
+            .try_issue(1)
+            .map_err(|e| meter::refused(e, self.core.namespace()))?;
         Ok(claim.id(self.core.layout(), tick))
     }
 
@@ -553,7 +566,7 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
         if !ids.is_empty() {
             let (first, claim) = self
                 .issue(ids.len() as u64, Wait::Block)
-                .map_err(meter::refused)?;
+                .map_err(|e| meter::refused(e, self.core.namespace()))?;
             self.core.fill(claim, first, ids);
         }
         Ok(())
@@ -569,7 +582,9 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
         if !ids.is_empty() {
-            let (first, claim) = self.try_issue(ids.len() as u64).map_err(meter::refused)?;
+            let (first, claim) = self
+                .try_issue(ids.len() as u64)
+                .map_err(|e| meter::refused(e, self.core.namespace()))?;
             self.core.fill(claim, first, ids);
         }
         Ok(())
@@ -609,6 +624,15 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
             None => 0,
         };
         lease.release(claim, last)
+    }
+}
+
+impl<C> fmt::Debug for Core<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Core")
+            .field("layout", self.rules.layout())
+            .field("leased", &self.lease.is_some())
+            .finish_non_exhaustive()
     }
 }
 

@@ -41,6 +41,14 @@ pub struct Locked {
     last_tick: CachePadded<Mutex<u64>>,
 }
 
+impl core::fmt::Debug for Locked {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Locked")
+            .field("last_tick", &*self.last_tick.lock())
+            .finish()
+    }
+}
+
 impl<C: Clock> Raw<C> for Locked {
     const NAME: &'static str = "MutexGenerator";
 

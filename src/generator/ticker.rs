@@ -58,6 +58,15 @@ pub struct Ticker {
     thread: Option<JoinHandle<()>>,
 }
 
+impl core::fmt::Debug for Ticker {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Ticker")
+            .field("last_tick", &self.ticks.last_issued())
+            .field("running", &self.thread.is_some())
+            .finish()
+    }
+}
+
 /// What the generator and its thread share.
 struct Published {
     /// The latest reading of the clock, by the thread or a caller: the

@@ -3,15 +3,15 @@
 #![allow(dead_code)] // each test file uses its own subset
 #![allow(unreachable_pub)] // a module of each test crate, not a public API
 
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#[cfg(remote)]
 pub mod backend;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#[cfg(remote)]
 pub mod forwarder;
 #[cfg(feature = "tokio")]
 pub mod heartbeat;
 #[cfg(feature = "mysql")]
 pub mod mysql;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#[cfg(remote)]
 pub mod pair;
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -57,6 +57,8 @@ pub enum LeaseError {
         address: String,
         /// What TLS reported.
         reason: String,
+        /// What to check, in the registry's own URL terms.
+        fix: &'static str,
     },
     /// The server wants TLS, and the URL did not ask for it (or the server
     /// closed the connection without an answer, as a TLS-only port does to a
@@ -66,6 +68,8 @@ pub enum LeaseError {
         address: String,
         /// What the server or the client said.
         source: Arc<dyn std::error::Error + Send + Sync>,
+        /// How to ask for TLS, in the registry's own URL terms.
+        fix: &'static str,
     },
     /// The server refused the credentials.
     Unauthorized {
@@ -73,6 +77,8 @@ pub enum LeaseError {
         address: String,
         /// What the server said.
         source: Arc<dyn std::error::Error + Send + Sync>,
+        /// Where the credentials go, in the registry's own URL terms.
+        fix: &'static str,
     },
     /// Every worker id of the namespace is held.
     AllHeld {
@@ -209,27 +215,30 @@ impl fmt::Display for LeaseError {
                 "lease registry at {address} is unreachable ({source}): check that the server \
                  runs and the address is right"
             ),
-            LeaseError::Tls { address, reason } => write!(
+            LeaseError::Tls {
+                address,
+                reason,
+                fix,
+            } => write!(
                 f,
-                "TLS with the lease registry at {address} failed ({reason}): check the CA file \
-                 (sslrootcert=<file> in a postgres:// or rediss:// URL, ssl-ca=<file> in a \
-                 mysql:// one; the system's CAs without one), that the server's certificate \
-                 names the host in the URL (or verify the CA alone: sslmode=verify-ca, \
-                 ssl-mode=VERIFY_CA), and that the server takes TLS on this port"
+                "TLS with the lease registry at {address} failed ({reason}): {fix}"
             ),
-            LeaseError::TlsRequired { address, source } => write!(
+            LeaseError::TlsRequired {
+                address,
+                source,
+                fix,
+            } => write!(
                 f,
                 "lease registry at {address} turned away a connection without TLS ({source}): \
-                 if the server wants TLS, use rediss:// for Redis, add sslmode=verify-full \
-                 (with sslrootcert=<CA file>) to a postgres:// URL, or \
-                 ssl-mode=VERIFY_IDENTITY (with ssl-ca=<CA file>) to a mysql:// one"
+                 if the server wants TLS, {fix}"
             ),
-            LeaseError::Unauthorized { address, source } => write!(
+            LeaseError::Unauthorized {
+                address,
+                source,
+                fix,
+            } => write!(
                 f,
-                "lease registry at {address} refused the credentials ({source}): check the \
-                 user name and password in the URL (postgres://user:password@host:port/db, \
-                 mysql://user:password@host:port/db, redis://:password@host:port/db; \
-                 percent-encode special characters)"
+                "lease registry at {address} refused the credentials ({source}): {fix}"
             ),
             LeaseError::Forbidden {
                 address,

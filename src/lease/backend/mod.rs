@@ -55,13 +55,13 @@ mod memory;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#[cfg(remote)]
 mod probe;
 #[cfg(feature = "redis")]
 mod redis;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#[cfg(remote)]
 mod remote;
-#[cfg(any(feature = "postgres", feature = "redis", feature = "mysql"))]
+#[cfg(remote)]
 mod tls;
 
 pub use self::connect::connect;

@@ -175,6 +175,15 @@ const TLS_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// writes may take: once per connection, and only on a replicating server.
 const PEER_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// What each failure's message tells a user to check, in this registry's
+/// own URL terms.
+const TLS_FIX: &str = "check the CA file (ssl-ca=<file>; the Mozilla roots without one), that \
+     the server's certificate names the host in the URL (or verify the CA alone: \
+     ssl-mode=VERIFY_CA), and that the server takes TLS";
+const TLS_REQUIRED_FIX: &str = "add ssl-mode=VERIFY_IDENTITY (with ssl-ca=<CA file>) to the URL";
+const CREDENTIALS_FIX: &str = "check the user name and password in the URL \
+     (mysql://user:password@host:port/db; percent-encode special characters)";
+
 impl MysqlRegistry {
     /// The tables the registry keeps leases and their marker in, created
     /// on first use.
@@ -513,7 +522,11 @@ impl MysqlRegistry {
         let address = self.remote.address.clone();
         let mysql_async::Error::Server(server) = &e else {
             if let Some(reason) = tls::tls_failure(&e) {
-                return LeaseError::Tls { address, reason };
+                return LeaseError::Tls {
+                    address,
+                    reason,
+                    fix: TLS_FIX,
+                };
             }
             return LeaseError::Unreachable {
                 address,
@@ -527,11 +540,13 @@ impl MysqlRegistry {
                 LeaseError::TlsRequired {
                     address,
                     source: Arc::new(e),
+                    fix: TLS_REQUIRED_FIX,
                 }
             }
             1045 => LeaseError::Unauthorized {
                 address,
                 source: Arc::new(e),
+                fix: CREDENTIALS_FIX,
             },
             1049 => LeaseError::UnknownDatabase {
                 address,

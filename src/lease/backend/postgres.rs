@@ -213,6 +213,15 @@ static MARKER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!("(SELECT marker_ms FROM flakegen_marker WHERE stamp = {STAMP})")
 });
 
+/// What each failure's message tells a user to check, in this registry's
+/// own URL terms.
+const TLS_FIX: &str = "check the CA file (sslrootcert=<file>; the system's CAs without one), \
+     that the server's certificate names the host in the URL (or verify the CA alone: \
+     sslmode=verify-ca), and that the server takes TLS";
+const TLS_REQUIRED_FIX: &str = "add sslmode=verify-full (with sslrootcert=<CA file>) to the URL";
+const CREDENTIALS_FIX: &str = "check the user name and password in the URL \
+     (postgres://user:password@host:port/db; percent-encode special characters)";
+
 impl PostgresRegistry {
     /// The tables the registry keeps leases and their marker in, created
     /// on first use.
@@ -428,7 +437,11 @@ impl PostgresRegistry {
         // ..."), not the client's "db error".
         let Some(db) = e.as_db_error() else {
             if let Some(reason) = tls::tls_failure(&e) {
-                return LeaseError::Tls { address, reason };
+                return LeaseError::Tls {
+                    address,
+                    reason,
+                    fix: TLS_FIX,
+                };
             }
             // No SQLSTATE: the connection itself failed.
             return LeaseError::Unreachable {
@@ -442,11 +455,19 @@ impl PostgresRegistry {
             && db.message().contains("no encryption")
         {
             // pg_hba.conf takes this role over TLS only.
-            LeaseError::TlsRequired { address, source }
+            LeaseError::TlsRequired {
+                address,
+                source,
+                fix: TLS_REQUIRED_FIX,
+            }
         } else if *code == SqlState::INVALID_PASSWORD
             || *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION
         {
-            LeaseError::Unauthorized { address, source }
+            LeaseError::Unauthorized {
+                address,
+                source,
+                fix: CREDENTIALS_FIX,
+            }
         } else if *code == SqlState::INSUFFICIENT_PRIVILEGE {
             LeaseError::Forbidden {
                 address,

@@ -252,6 +252,14 @@ return now
 "#
 );
 
+/// What each failure's message tells a user to check, in this registry's
+/// own URL terms.
+const TLS_FIX: &str = "check the CA file (sslrootcert=<file>; the system's CAs without one), \
+     that the server's certificate names the host in the URL, and that the port takes TLS";
+const TLS_REQUIRED_FIX: &str = "use a rediss:// URL, at the server's TLS port";
+const CREDENTIALS_FIX: &str = "check the password in the URL (redis://:password@host:port/db, \
+     or redis://user:password@host:port/db with ACLs; percent-encode special characters)";
+
 impl RedisRegistry {
     /// A registry at `url` (`redis://:password@host:port/db`). Nothing is
     /// sent until the first call.
@@ -345,6 +353,7 @@ impl RedisRegistry {
             return LeaseError::Unauthorized {
                 address,
                 source: Arc::new(e),
+                fix: CREDENTIALS_FIX,
             };
         }
         if e.code() == Some("FLAKEGEN_CORRUPT") {
@@ -364,7 +373,11 @@ impl RedisRegistry {
             };
         }
         if let Some(reason) = tls::tls_failure(&e) {
-            return LeaseError::Tls { address, reason };
+            return LeaseError::Tls {
+                address,
+                reason,
+                fix: TLS_FIX,
+            };
         }
         if e.is_connection_dropped() {
             // A TLS-only port closes a connection that speaks plain text;
@@ -375,6 +388,7 @@ impl RedisRegistry {
                     return LeaseError::TlsRequired {
                         address,
                         source: Arc::new(e),
+                        fix: TLS_REQUIRED_FIX,
                     };
                 }
             }
