@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio_postgres::config::SslMode;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Client, Config, NoTls, Row};
+use tokio_postgres::{Client, Config, NoTls, Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::probe::Speaks;
@@ -107,7 +107,18 @@ pub struct PostgresRegistry {
 /// found to be a primary, and the tables there.
 struct Session {
     client: Arc<Client>,
-    ready: bool,
+    /// The swaps, prepared once the connection is ready: a renewal is one
+    /// round trip and no planning (a statement sent as text is parsed,
+    /// described and planned every time: twice the renewal's cost).
+    swaps: Option<Arc<Swaps>>,
+}
+
+/// The two swaps, prepared on one connection.
+struct Swaps {
+    /// At the record's version.
+    update: Statement,
+    /// Of a record that must not exist.
+    insert: Statement,
 }
 
 /// The server's clock in ms, rounded down: expiry is judged no later than it is.
@@ -206,6 +217,39 @@ const CANDIDATES: &str = "\
 /// swap checks it (a `TRUNCATE` waits for the swap's lock on the table).
 static MARKER_HELD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!("SELECT 1 FROM flakegen_marker WHERE marker_ms = $3 AND stamp = {STAMP} FOR SHARE")
+});
+
+/// A swap's new expiry: none for a free record (`$7` 0), else the server's
+/// clock plus the TTL.
+static EXPIRY: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END")
+});
+
+/// A swap at the record's version `$4`, under the marker `$3`.
+static SWAP_UPDATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH marker AS ({held}) UPDATE flakegen_leases SET \
+         holder = NULLIF($5::text, ''), version = $6, marker_ms = $3, \
+         expires_ms = {set}, fence_ms = $8 \
+         WHERE namespace = $1 AND worker = $2 AND version = $4 \
+         AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}",
+        held = &*MARKER_HELD,
+        set = &*EXPIRY,
+    )
+});
+
+/// A swap that writes the record where none is (`$4` NULL), under the
+/// marker `$3`.
+static SWAP_INSERT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "WITH marker AS ({held}) INSERT INTO flakegen_leases \
+         (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
+         SELECT $1, $2, NULLIF($5::text, ''), $6, $3, {set}, $8 \
+         WHERE EXISTS (SELECT 1 FROM marker) AND $4::bigint IS NULL \
+         ON CONFLICT DO NOTHING RETURNING {NOW_MS}",
+        held = &*MARKER_HELD,
+        set = &*EXPIRY,
+    )
 });
 
 /// The marker in force, if any.
@@ -361,7 +405,21 @@ impl PostgresRegistry {
         T: Send,
         F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
     {
-        self.session(true, call)
+        self.session(true, |client, _| call(client))
+    }
+
+    /// [`run`](Self::run), with the connection's prepared swaps.
+    fn run_swap<T, F>(
+        &self,
+        call: impl FnOnce(Arc<Client>, Arc<Swaps>) -> F + Send,
+    ) -> Result<T, LeaseError>
+    where
+        T: Send,
+        F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
+    {
+        self.session(true, |client, swaps| {
+            call(client, swaps.expect("a ready session has its swaps"))
+        })
     }
 
     /// Runs `call` with a connection as it is: for a look that writes
@@ -371,13 +429,13 @@ impl PostgresRegistry {
         T: Send,
         F: Future<Output = Result<T, Failure<tokio_postgres::Error>>> + Send,
     {
-        self.session(false, call)
+        self.session(false, |client, _| call(client))
     }
 
     fn session<T, F>(
         &self,
         ready: bool,
-        call: impl FnOnce(Arc<Client>) -> F + Send,
+        call: impl FnOnce(Arc<Client>, Option<Arc<Swaps>>) -> F + Send,
     ) -> Result<T, LeaseError>
     where
         T: Send,
@@ -411,20 +469,20 @@ impl PostgresRegistry {
             Ok(Connected {
                 client: Session {
                     client: Arc::new(client),
-                    ready: false,
+                    swaps: None,
                 },
                 driver: Some(driver),
             })
         };
         let address = &self.remote.address;
         let result = self.remote.run(open, |mut session| async move {
-            if ready && !session.ready {
-                if let Err(e) = prepare(&session.client, address).await {
-                    return (session, Err(e));
+            if ready && session.swaps.is_none() {
+                match prepare(&session.client, address).await {
+                    Ok(swaps) => session.swaps = Some(Arc::new(swaps)),
+                    Err(e) => return (session, Err(e)),
                 }
-                session.ready = true;
             }
-            let call = call(Arc::clone(&session.client));
+            let call = call(Arc::clone(&session.client), session.swaps.clone());
             (session, call.await)
         });
         result.map_err(|failure| failure.into_lease(&self.remote.address, |e| self.error(e)))
@@ -543,8 +601,17 @@ const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'local', 
 /// together, on a cluster's first timeline, are new, so their marker says
 /// nothing was lost (see [`PostgresRegistry::NEW_TABLE_MARKER`]); a lease
 /// table created where a marker row was left (it was dropped) is not, nor
-/// is a lease table without a marker.
-async fn prepare(client: &Client, address: &str) -> Result<(), Failure<tokio_postgres::Error>> {
+/// is a lease table without a marker. Then prepares the swaps.
+async fn prepare(client: &Client, address: &str) -> Result<Swaps, Failure<tokio_postgres::Error>> {
+    create(client, address).await?;
+    Ok(Swaps {
+        update: client.prepare(&SWAP_UPDATE).await?,
+        insert: client.prepare(&SWAP_INSERT).await?,
+    })
+}
+
+/// [`prepare`]'s checks and tables.
+async fn create(client: &Client, address: &str) -> Result<(), Failure<tokio_postgres::Error>> {
     let standby: bool = client
         .query_one("SELECT pg_is_in_recovery()", &[])
         .await?
@@ -695,24 +762,6 @@ impl Registry for PostgresRegistry {
         expect: Expect,
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
-        let set = format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END");
-        let held = &*MARKER_HELD;
-        let sql = match expect.version {
-            Some(_) => format!(
-                "WITH marker AS ({held}) UPDATE flakegen_leases SET \
-                 holder = NULLIF($5::text, ''), version = $6, marker_ms = $3, \
-                 expires_ms = {set}, fence_ms = $8 \
-                 WHERE namespace = $1 AND worker = $2 AND version = $4 \
-                 AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}"
-            ),
-            None => format!(
-                "WITH marker AS ({held}) INSERT INTO flakegen_leases \
-                 (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
-                 SELECT $1, $2, NULLIF($5::text, ''), $6, $3, {set}, $8 \
-                 WHERE EXISTS (SELECT 1 FROM marker) AND $4::bigint IS NULL \
-                 ON CONFLICT DO NOTHING RETURNING {NOW_MS}"
-            ),
-        };
         let params = (
             namespace.to_owned(),
             signed(worker),
@@ -723,10 +772,14 @@ impl Registry for PostgresRegistry {
             signed(record.ttl_millis),
             signed(record.fence_unix_millis),
         );
-        self.run(|client| async move {
+        self.run_swap(|client, swaps| async move {
+            let statement = match expect.version {
+                Some(_) => &swaps.update,
+                None => &swaps.insert,
+            };
             let (ns, w, m, v, h, nv, ttl, f) = &params;
             let row = client
-                .query_opt(&sql, &[ns, w, m, v, h, nv, ttl, f])
+                .query_opt(statement, &[ns, w, m, v, h, nv, ttl, f])
                 .await?;
             match row {
                 Some(row) => {
