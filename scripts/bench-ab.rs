@@ -63,22 +63,28 @@ macro_rules! contenders {
                 }
             })
         }
+        // A million IDs a millisecond: no contender meets the unit's end.
+        // Two worker bits, so the three unleased generators each have an id
+        // of their own (one process refuses a second generator on an id).
         let wide = $krate::Layout::builder()
-            .worker_bits(0)
-            .sequence_bits(22)
+            .worker_bits(2)
+            .sequence_bits(20)
             .build_const();
-        let builder = |leased: bool| {
-            let unleased = $krate::Builder::new().layout(wide);
-            if !leased {
-                return unleased;
+        let builder = |worker: Option<u64>| {
+            let layout = $krate::Builder::new().layout(wide);
+            match worker {
+                Some(worker) => layout.worker(worker),
+                None => {
+                    let registry = $krate::lease::MemoryRegistry::new();
+                    layout.lease($krate::lease::Lease::new(registry, "bench-ab"))
+                }
             }
-            let registry = $krate::lease::MemoryRegistry::new();
-            unleased.lease($krate::lease::Lease::new(registry, "bench-ab"))
         };
         for (kind, leased) in [("", false), ("leased ", true)] {
-            $list.push((format!("{kind}atomic"), $label, contender(builder(leased).build_atomic().unwrap())));
-            $list.push((format!("{kind}mutex"), $label, contender(builder(leased).build_mutex().unwrap())));
-            $list.push((format!("{kind}ticker"), $label, contender(builder(leased).build_ticker().unwrap())));
+            let worker = |w| (!leased).then_some(w);
+            $list.push((format!("{kind}atomic"), $label, contender(builder(worker(0)).build_atomic().unwrap())));
+            $list.push((format!("{kind}mutex"), $label, contender(builder(worker(1)).build_mutex().unwrap())));
+            $list.push((format!("{kind}ticker"), $label, contender(builder(worker(2)).build_ticker().unwrap())));
         }
     }};
 }
