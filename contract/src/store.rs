@@ -44,7 +44,7 @@ impl<'a> Store<'a> {
         self.fixture.freeze().unwrap_or_else(|| {
             panic!(
                 "{}: this fixture cannot freeze its server, and this test needs it: implement \
-                 Fixture::freeze, or run the suite without it (suite!(fixture, without_freeze))",
+                 Fixture::freeze, or run the suite without it (leave `freeze` out of suite!'s capabilities)",
                 self.name()
             )
         })

@@ -1,0 +1,316 @@
+//! The kit against registries broken on purpose: a third party's registry
+//! over a `Mutex<HashMap>`, as its docs lead one to write, with one promise
+//! broken at a time. Each must fail a rule whose message names the step and
+//! the promise, at once, not on a lease's timeout; the unbroken one passes
+//! the whole suite. A change to the kit that lets a broken one through
+//! fails here.
+
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use flakegen::lease::LeaseError;
+use flakegen::lease::backend::{Expect, NewRecord, Record, Registry, Snapshot};
+use flakegen_contract::Fixture;
+
+/// The one promise a registry breaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Break {
+    Nothing,
+    /// `swap` writes whatever marker it is told is in force.
+    SwapIgnoresMarker,
+    /// `swap` writes over whatever version the record has.
+    SwapIgnoresVersion,
+    /// `swap` says it wrote at 0, not by the server's clock.
+    SwapForgetsTheClock,
+    /// `mark` says 0, whatever marker is in force.
+    MarkSaysZero,
+    /// After a loss, `mark` dates the data's start 10 s before it.
+    MarkBeforeTheLoss,
+    /// `read` keeps an index of free ids that a write which holds one
+    /// again does not update.
+    ReadsAStaleFreeIndex,
+    /// `read` keeps a fresh-id cursor that no write moves.
+    ReadsAStaleCursor,
+}
+
+/// A namespace's data: its marker, and its records by worker id.
+#[derive(Default)]
+struct Namespace {
+    marker: Option<u64>,
+    records: HashMap<u64, Record>,
+    /// `ReadsAStaleFreeIndex`: the ids once written free.
+    free_index: Vec<u64>,
+}
+
+struct State {
+    /// When the store's data began (ms since 1970): 0 for a new store,
+    /// which has lost nothing.
+    began: u64,
+    namespaces: HashMap<String, Namespace>,
+}
+
+/// A registry over a `Mutex<HashMap>`, and its fixture.
+#[derive(Clone)]
+struct Map {
+    broken: Break,
+    state: Arc<Mutex<State>>,
+}
+
+impl Map {
+    fn new(broken: Break) -> Map {
+        Map {
+            broken,
+            state: Arc::new(Mutex::new(State {
+                began: 0,
+                namespaces: HashMap::new(),
+            })),
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+impl Registry for Map {
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        _prefer: Option<u64>,
+    ) -> Result<Snapshot, LeaseError> {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(ns) = state.namespaces.get(namespace) else {
+            return Ok(Snapshot {
+                server_unix_millis: now_ms(),
+                marker_unix_millis: None,
+                records: Vec::new(),
+                fresh: (workers > 0).then_some(0),
+                more: false,
+            });
+        };
+        let marker = ns.marker;
+        // Every record: allowed, for a registry that can afford it.
+        let mut records: Vec<Record> = ns
+            .records
+            .values()
+            .filter(|r| r.worker < workers)
+            .cloned()
+            .collect();
+        if self.broken == Break::ReadsAStaleFreeIndex {
+            for r in &mut records {
+                if ns.free_index.contains(&r.worker) {
+                    r.holder.clear();
+                    r.expires_unix_millis = 0;
+                }
+            }
+        }
+        let unrecorded = |w: &u64| {
+            ns.records
+                .get(w)
+                .is_none_or(|r| Some(r.marker_unix_millis) != marker)
+        };
+        let fresh = if self.broken == Break::ReadsAStaleCursor {
+            (workers > 0).then_some(0)
+        } else {
+            (0..workers).find(unrecorded)
+        };
+        Ok(Snapshot {
+            server_unix_millis: now_ms(),
+            marker_unix_millis: marker,
+            records,
+            fresh,
+            more: false,
+        })
+    }
+
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let began = match (self.broken, state.began) {
+            (Break::MarkBeforeTheLoss, began) if began > 0 => began - 10_000,
+            (_, began) => began,
+        };
+        let ns = state.namespaces.entry(namespace.to_owned()).or_default();
+        let marker = *ns.marker.get_or_insert(began);
+        Ok(if self.broken == Break::MarkSaysZero {
+            0
+        } else {
+            marker
+        })
+    }
+
+    fn swap(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        record: &NewRecord<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let ns = state.namespaces.entry(namespace.to_owned()).or_default();
+        if self.broken != Break::SwapIgnoresMarker && ns.marker != Some(expect.marker_unix_millis)
+        {
+            return Ok(None);
+        }
+        let current = ns.records.get(&worker).map(|r| r.version);
+        if self.broken != Break::SwapIgnoresVersion && current != expect.version {
+            return Ok(None);
+        }
+        let now = now_ms();
+        if record.holder.is_empty() {
+            ns.free_index.push(worker);
+        }
+        ns.records.insert(
+            worker,
+            Record {
+                worker,
+                holder: record.holder.to_owned(),
+                version: record.version,
+                marker_unix_millis: expect.marker_unix_millis,
+                expires_unix_millis: if record.ttl_millis == 0 {
+                    0
+                } else {
+                    now + record.ttl_millis
+                },
+                fence_unix_millis: record.fence_unix_millis,
+            },
+        );
+        Ok(Some(if self.broken == Break::SwapForgetsTheClock {
+            0
+        } else {
+            now
+        }))
+    }
+}
+
+impl Fixture for Map {
+    fn name(&self) -> &str {
+        "a registry over a HashMap"
+    }
+
+    fn registry(&self) -> Arc<dyn Registry> {
+        Arc::new(self.clone())
+    }
+
+    fn lose_data(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.namespaces.clear();
+        // Rounded up: a marker is never earlier than the loss.
+        state.began = now_ms() + 1;
+    }
+}
+
+/// What each storage rule said of the registry: its panic message, or
+/// `None` where it passed.
+fn verdicts(broken: Break) -> Vec<(&'static str, Option<String>)> {
+    let rules: [(&'static str, fn(&dyn Fixture)); 5] = [
+        (
+            "swap_writes_only_at_the_version_it_names",
+            flakegen_contract::steps::swap_writes_only_at_the_version_it_names,
+        ),
+        (
+            "swap_writes_only_under_the_marker_in_force",
+            flakegen_contract::steps::swap_writes_only_under_the_marker_in_force,
+        ),
+        (
+            "swap_says_when_it_wrote_by_the_servers_clock",
+            flakegen_contract::steps::swap_says_when_it_wrote_by_the_servers_clock,
+        ),
+        (
+            "mark_keeps_the_marker_in_force_and_never_moves_it_back",
+            flakegen_contract::steps::mark_keeps_the_marker_in_force_and_never_moves_it_back,
+        ),
+        (
+            "read_returns_what_an_acquisition_chooses_from",
+            flakegen_contract::steps::read_returns_what_an_acquisition_chooses_from,
+        ),
+    ];
+    rules
+        .into_iter()
+        .map(|(name, rule)| {
+            let fixture = Map::new(broken);
+            let outcome = catch_unwind(AssertUnwindSafe(|| rule(&fixture)));
+            let message = outcome.err().map(|panic| {
+                panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default()
+            });
+            (name, message)
+        })
+        .collect()
+}
+
+/// Some rule fails `broken` with a message that says `promise`.
+fn caught(broken: Break, promise: &str) {
+    let verdicts = verdicts(broken);
+    assert!(
+        verdicts
+            .iter()
+            .any(|(_, said)| said.as_deref().is_some_and(|s| s.contains(promise))),
+        "{broken:?} was not caught with \"{promise}\": {verdicts:#?}"
+    );
+}
+
+#[test]
+fn the_unbroken_registry_passes_every_storage_rule() {
+    for (rule, said) in verdicts(Break::Nothing) {
+        assert_eq!(said, None, "{rule}");
+    }
+}
+
+#[test]
+fn a_swap_that_ignores_the_marker_is_caught() {
+    caught(Break::SwapIgnoresMarker, "swap wrote under a stale marker");
+}
+
+#[test]
+fn a_swap_that_ignores_the_version_is_caught() {
+    caught(
+        Break::SwapIgnoresVersion,
+        "swap wrote over a record it was told is not there",
+    );
+}
+
+#[test]
+fn a_swap_that_forgets_the_clock_is_caught() {
+    caught(Break::SwapForgetsTheClock, "swap said it wrote at 0");
+}
+
+#[test]
+fn a_mark_that_says_zero_is_caught() {
+    caught(Break::MarkSaysZero, "mark moved the marker back after a loss");
+}
+
+#[test]
+fn a_mark_dated_before_the_loss_is_caught() {
+    caught(Break::MarkBeforeTheLoss, "earlier than the loss");
+}
+
+#[test]
+fn a_stale_index_of_free_ids_is_caught() {
+    caught(
+        Break::ReadsAStaleFreeIndex,
+        "read returned id 6 as free after it was held again",
+    );
+}
+
+#[test]
+fn a_fresh_id_cursor_that_does_not_move_is_caught() {
+    caught(
+        Break::ReadsAStaleCursor,
+        "read's fresh id is not the lowest id with no record",
+    );
+}
+
+/// The unbroken registry through the whole suite: what the kit asks of a
+/// third party's registry, a `HashMap` can give.
+mod unbroken {
+    flakegen_contract::suite!(super::Map::new(super::Break::Nothing));
+}
