@@ -70,9 +70,14 @@ const HYPERVISOR_COSTS: [(Duration, &str); 3] = [
 const CONTENTION: [(usize, usize); 6] = [(2, 0), (4, 0), (2, 1), (2, 2), (8, 4), (1, 2)];
 
 /// A layout whose 22-bit sequence (4.2 billion IDs/s) no strategy can use up.
+/// Three worker bits: a process refuses a second generator on a layout and
+/// worker id, and the floor report runs four side by side. Its 38-bit
+/// timestamp, from 2026, lasts until 2034.
 const WIDE: Layout = Layout::builder()
-    .worker_bits(0)
+    .timestamp_bits(38)
+    .worker_bits(3)
     .sequence_bits(22)
+    .epoch_unix_millis(1_767_225_600_000)
     .build_const();
 
 fn quick() -> bool {
@@ -385,9 +390,10 @@ fn mechanism(c: &mut Criterion) {
         "ticker_leased/system",
         leased.build_ticker().unwrap(),
     );
-    let atomic = builder.clone().build_atomic().unwrap();
-    let mutex_gen = builder.clone().build_mutex().unwrap();
-    let ticker = builder.build_ticker().unwrap();
+    // Side by side, so each on an id of its own.
+    let atomic = builder.clone().worker(1).build_atomic().unwrap();
+    let mutex_gen = builder.clone().worker(2).build_mutex().unwrap();
+    let ticker = builder.worker(3).build_ticker().unwrap();
     for size in [64, 1024] {
         bench_batch(
             &mut group,

@@ -72,7 +72,13 @@ pub(crate) fn report(quick: bool, wide: Layout) {
     let builder = Builder::new().layout(wide);
     let atomic = builder.clone().worker(1).build_atomic().unwrap();
     let mutex = builder.clone().worker(2).build_mutex().unwrap();
-    let ticker = builder.worker(3).build_ticker().unwrap();
+    let ticker = builder.clone().worker(3).build_ticker().unwrap();
+    // The process-wide generator behind `flakegen::next_id`: an atomic one
+    // behind a `OnceLock` and a `Box<dyn IdGenerator>`.
+    let global = builder.worker(4).build_atomic().unwrap();
+    if flakegen::global::set_up(global).is_err() {
+        // Set up by an earlier report in this process: the same generator.
+    }
     let mut contenders: Vec<Contender<'_>> = vec![
         (
             "clock/std".into(),
@@ -122,6 +128,14 @@ pub(crate) fn report(quick: bool, wide: Layout) {
     contenders.push(strategy("atomic", &atomic));
     contenders.push(strategy("mutex", &mutex));
     contenders.push(strategy("ticker", &ticker));
+    contenders.push((
+        "flakegen::next_id/system".into(),
+        Box::new(|n| {
+            for _ in 0..n {
+                black_box(flakegen::next_id().unwrap());
+            }
+        }),
+    ));
     let ns = rounds(&contenders, calls, round_count);
     let position = |name: &str| contenders.iter().position(|c| c.0 == name).unwrap();
     let (peer_at, clock_at) = (position("peer_clock_cas/system"), position("clock/system"));

@@ -528,3 +528,43 @@ fn lose(backend: &str, url: &str) {
         }
     }
 }
+
+/// No password reaches the output, whatever the URL's shape: well formed,
+/// with a character the URL syntax reserves, a scheme missing its slashes
+/// or colon, libpq's key=value form, at a server that refuses it, or at a
+/// port that does not answer.
+#[test]
+fn no_password_is_printed_whatever_the_url() {
+    let secret = "S3cret";
+    let mut urls = vec![
+        format!("redis//:{secret}@127.0.0.1:1/0"),
+        format!("mysql:/app:{secret}@127.0.0.1:1/app"),
+        format!("host=127.0.0.1 port=1 user=app password={secret} dbname=app"),
+        format!("postgres://app:{secret}/x@127.0.0.1:1/app"),
+        format!("mysql://app:{secret}@127.0.0.1:1"),
+        format!("rediss://:{secret}@127.0.0.1:1/0?sslrootcert=/nonexistent"),
+    ];
+    for backend in BACKENDS {
+        // The real server, with a wrong password in each shape.
+        let (host, port) = address(&url(backend));
+        let scheme = if backend == "mysql" { "mysql" } else { backend };
+        urls.push(format!("{scheme}://app:{secret}@{host}:{port}/app"));
+        urls.push(format!("{scheme}://app:{secret}%2F@{host}:{port}/app"));
+    }
+    for url in &urls {
+        for args in [
+            vec!["leases", "check", url.as_str()],
+            vec!["leases", url.as_str(), "--namespace", "n"],
+            vec!["leases", url.as_str(), "--namespace", "n", "--json"],
+            vec!["new", "--lease", url.as_str(), "--namespace", "n"],
+        ] {
+            let out = flakegen(&args);
+            let said = said(&out);
+            assert!(!out.status.success(), "{args:?}: {said}");
+            assert!(
+                !said.contains(secret),
+                "{args:?} printed the password: {said}"
+            );
+        }
+    }
+}

@@ -153,8 +153,7 @@ impl Registry for Map {
     ) -> Result<Option<u64>, LeaseError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let ns = state.namespaces.entry(namespace.to_owned()).or_default();
-        if self.broken != Break::SwapIgnoresMarker && ns.marker != Some(expect.marker_unix_millis)
-        {
+        if self.broken != Break::SwapIgnoresMarker && ns.marker != Some(expect.marker_unix_millis) {
             return Ok(None);
         }
         let current = ns.records.get(&worker).map(|r| r.version);
@@ -285,7 +284,10 @@ fn a_swap_that_forgets_the_clock_is_caught() {
 
 #[test]
 fn a_mark_that_says_zero_is_caught() {
-    caught(Break::MarkSaysZero, "mark moved the marker back after a loss");
+    caught(
+        Break::MarkSaysZero,
+        "mark moved the marker back after a loss",
+    );
 }
 
 #[test]
