@@ -648,13 +648,7 @@ impl std::error::Error for LayoutError {}
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const PRESETS: [(&str, Layout); 4] = [
-        ("twitter", Layout::TWITTER),
-        ("discord", Layout::DISCORD),
-        ("sonyflake", Layout::SONYFLAKE),
-        ("instagram", Layout::INSTAGRAM),
-    ];
+    use crate::layout_text::PRESETS;
 
     #[test]
     fn decodes_the_published_twitter_id() {

@@ -94,7 +94,36 @@
 //! of a private IPv4 address, which is unique only in
 //! [narrow conditions](worker#when-the-host-part-of-an-address-is-unique).
 //! Replicas of a Deployment have random pod names and recycled addresses:
-//! give them ids explicitly.
+//! lease their ids from a registry ([below](#worker-ids-from-a-registry)).
+//!
+//! # Worker ids from a registry
+//!
+//! Where nothing in the deployment can tell processes apart (autoscaled
+//! replicas, serverless, developers' laptops), a generator leases its worker
+//! id from a database the service already runs: PostgreSQL, MySQL/MariaDB
+//! or Redis (features `postgres`, `mysql`, `redis`), or
+//! [`MemoryRegistry`](lease::MemoryRegistry) in tests. The lease lasts a
+//! TTL and a thread renews it; a holder's IDs stay below a fence the registry
+//! confirmed, so a new holder of the id starts above them however long the
+//! old one was cut off, and a registry that lost its data, failed over to a
+//! replica or had its table dropped makes new holders wait rather than
+//! guess.
+//!
+//! ```
+//! use flakegen::{Builder, IdGenerator, lease::{Lease, MemoryRegistry}};
+//!
+//! // In production: lease::connect("postgres://app:secret@db:5432/app")?
+//! let registry = MemoryRegistry::new();
+//! let generator = Builder::new().lease(Lease::new(registry, "orders")).build_atomic()?;
+//! let id = generator.next_id()?;
+//! # let _ = id;
+//! // Dropping it (or shutdown()) gives the id back for the next process.
+//! # Ok::<(), flakegen::Error>(())
+//! ```
+//!
+//! [`lease`] has the contract, the lifecycle, what each registry detects
+//! and what a fault costs; `flakegen leases check <URL>` (the `flakegen-cli`
+//! crate) says whether a server is fit to lease from.
 //!
 //! # Storing IDs
 //!
@@ -165,9 +194,12 @@
 //! ## One worker id, one generator
 //!
 //! Two generators with the same layout and worker id can issue the same ID:
-//! nothing but the worker id keeps two generators' IDs apart. Use one
-//! generator per worker id at a time, shared between threads (it is `Sync`),
-//! and give every process its own id.
+//! nothing but the worker id keeps two generators' IDs apart. Within one
+//! process flakegen sees to it: a second generator on a layout and worker id
+//! that a live one uses is refused ([`BuildError::WorkerInUse`]), and one
+//! built after it resumes past its last ID. Across processes only the worker
+//! ids can: give every process its own, or lease them. Share one generator
+//! between threads (it is `Sync`), or use [`next_id`].
 //!
 //! ## Forking
 //!

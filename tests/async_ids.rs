@@ -25,11 +25,17 @@ const CAPPED: Layout = Layout::builder().sequence_bits(9).build_const();
 /// runtime's heartbeat moves: every call gets its IDs, so none held the
 /// thread while it waited (one that did would keep the clock still and fail
 /// after `max_wait`), and no ID repeats.
+///
+/// `max_wait` is long: a task can lose the race for many units in a row,
+/// and on a busy machine each unit (a heartbeat) takes longer in real time,
+/// while `max_wait` is real time. Only a call that holds the thread waits
+/// that long, as it stops the heartbeat for good.
 #[test]
 fn a_saturated_generator_never_holds_a_current_thread_runtime() {
     for strategy in STRATEGIES {
         current_thread().block_on(async {
             let (clock, builder) = manual(CAPPED, 1);
+            let builder = builder.max_wait(Duration::from_secs(30));
             let generator = Arc::new(builder.build(strategy).unwrap());
             // The first failure stops every task: a generator that held the
             // thread costs one `max_wait`, not one for each of 1,000 tasks.

@@ -48,6 +48,10 @@ pub(crate) struct Keeping {
     pub(crate) ttl: Duration,
     pub(crate) skew: Duration,
     pub(crate) renew_every: Duration,
+    /// How soon to try again after a failed renewal or acquisition.
+    pub(crate) retry_every: Duration,
+    /// How long to sleep once a lost lease has nothing left to say.
+    pub(crate) quiet_when_lost: Duration,
     /// Lease again when the lease is lost.
     pub(crate) reacquire: bool,
 }
@@ -163,7 +167,7 @@ impl Keeping {
     /// Renews every `renew_every` (sooner after a failure), and leases
     /// again after a loss, until told to stop; then releases.
     fn keep(&self, shared: &Shared, held: Held) {
-        let retry = (self.renew_every / 4).max(Duration::from_millis(10));
+        let retry = self.retry_every;
         let mut next = held.renewed_at + self.renew_every;
         let mut phase = Phase::Holding(held);
         let mut said = Said::default();
@@ -200,7 +204,7 @@ impl Keeping {
                     let quiet =
                         said.fence_reached || fence_reached(shared, &old, &mut said, UNTIL_REBUILT);
                     let wait = if quiet {
-                        Duration::from_secs(3600)
+                        self.quiet_when_lost
                     } else {
                         retry
                     };

@@ -65,6 +65,20 @@ pub struct Lease {
 /// The default of [`Lease::release_wait`]: 1 s.
 pub const DEFAULT_RELEASE_WAIT: Duration = Duration::from_secs(1);
 
+/// After a failed renewal or acquisition, the lease's thread tries again
+/// this fraction of the renewal period later: four tries fit in the time a
+/// renewal would have had, and the fence (a TTL ahead) is still far.
+const RETRIES_PER_RENEWAL: u32 = 4;
+
+/// The soonest a retry comes, however short the renewal period: a registry
+/// that refuses at once is not asked in a loop.
+const MIN_RETRY: Duration = Duration::from_millis(10);
+
+/// How long a lost lease's thread sleeps once it has said that the
+/// generator refuses (with [`Lease::reacquire`] off): nothing is left to
+/// do or say but wait for the generator to be dropped, which wakes it.
+const QUIET_WHEN_LOST: Duration = Duration::from_secs(3600);
+
 impl Lease {
     /// A lease from `registry` among the generators of `namespace`, with the
     /// default terms: a TTL of [`DEFAULT_TTL`], renewed every third of it,
@@ -188,6 +202,8 @@ impl Lease {
             ttl: self.ttl,
             skew: self.skew,
             renew_every,
+            retry_every: (renew_every / RETRIES_PER_RENEWAL).max(MIN_RETRY),
+            quiet_when_lost: QUIET_WHEN_LOST,
             reacquire: self.reacquire,
         };
         let on_thread = Arc::clone(&shared);
