@@ -109,6 +109,6 @@ umbrella! {
         /// A lease registry failed.
         Lease(crate::lease::LeaseError),
         /// The process's generator (`flakegen::next_id`) could not be set up.
-        SetUp(crate::global::SetUpError),
+        SetUp(crate::global::error::SetUpError),
     }
 }

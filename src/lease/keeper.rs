@@ -203,11 +203,7 @@ impl Keeping {
                     // Only to say when the generator stops issuing.
                     let quiet =
                         said.fence_reached || fence_reached(shared, &old, &mut said, UNTIL_REBUILT);
-                    let wait = if quiet {
-                        self.quiet_when_lost
-                    } else {
-                        retry
-                    };
+                    let wait = if quiet { self.quiet_when_lost } else { retry };
                     (Phase::Lost { old }, Instant::now() + wait)
                 }
             };

@@ -257,13 +257,15 @@ mod settings;
 mod slot;
 mod status;
 
+pub use self::backend::connect::connect;
+pub use self::backend::memory::MemoryRegistry;
 #[cfg(feature = "mysql")]
-pub use self::backend::MysqlRegistry;
+pub use self::backend::mysql::MysqlRegistry;
 #[cfg(feature = "postgres")]
-pub use self::backend::PostgresRegistry;
+pub use self::backend::postgres::PostgresRegistry;
 #[cfg(feature = "redis")]
-pub use self::backend::RedisRegistry;
-pub use self::backend::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry, connect};
+pub use self::backend::redis::RedisRegistry;
+pub use self::backend::{DEFAULT_TIMEOUT, LeaseError};
 pub(crate) use self::claim::Claim;
 pub use self::error::InvalidTerms;
 pub(crate) use self::error::Refused;

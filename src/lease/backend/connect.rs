@@ -29,21 +29,21 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
         .to_ascii_lowercase();
     match scheme.as_str() {
         #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => Ok(Arc::new(super::PostgresRegistry::new(url)?)),
+        "postgres" | "postgresql" => Ok(Arc::new(super::postgres::PostgresRegistry::new(url)?)),
         #[cfg(not(feature = "postgres"))]
         "postgres" | "postgresql" => Err(LeaseError::FeatureOff {
             scheme,
             feature: "postgres",
         }),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" => Ok(Arc::new(super::RedisRegistry::new(url)?)),
+        "redis" | "rediss" => Ok(Arc::new(super::redis::RedisRegistry::new(url)?)),
         #[cfg(not(feature = "redis"))]
         "redis" | "rediss" => Err(LeaseError::FeatureOff {
             scheme,
             feature: "redis",
         }),
         #[cfg(feature = "mysql")]
-        "mysql" | "mariadb" => Ok(Arc::new(super::MysqlRegistry::new(url)?)),
+        "mysql" | "mariadb" => Ok(Arc::new(super::mysql::MysqlRegistry::new(url)?)),
         #[cfg(not(feature = "mysql"))]
         "mysql" | "mariadb" => Err(LeaseError::FeatureOff {
             scheme,

@@ -2,8 +2,8 @@
 //! marker it stores, nothing more.
 //!
 //! A service that only leases worker ids needs none of this: it names a
-//! registry by URL ([`connect`]) or builds one of flakegen's
-//! ([`MemoryRegistry`], `MysqlRegistry`, `PostgresRegistry`,
+//! registry by URL ([`connect`](super::connect)) or builds one of flakegen's
+//! ([`MemoryRegistry`](super::MemoryRegistry), `MysqlRegistry`, `PostgresRegistry`,
 //! `RedisRegistry`) and hands it to a [`Lease`](super::Lease). Those who
 //! keep leases somewhere else implement [`Registry`]: three storage steps,
 //! and nothing of the protocol, which flakegen decides once over them.
@@ -48,38 +48,32 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-mod connect;
+// The registries stand on this module's trait, and `lease` shows them:
+// declared here, re-exported there, so that imports run one way.
+pub(super) mod connect;
 mod error;
-mod memory;
+pub(super) mod memory;
 #[cfg(feature = "mysql")]
-mod mysql;
+pub(super) mod mysql;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub(super) mod postgres;
 #[cfg(remote)]
 mod probe;
 #[cfg(feature = "redis")]
-mod redis;
+pub(super) mod redis;
 #[cfg(remote)]
 mod remote;
 #[cfg(remote)]
 mod tls;
 
-pub use self::connect::connect;
 pub use self::error::LeaseError;
 pub(crate) use self::error::said;
-pub use self::memory::MemoryRegistry;
-#[cfg(feature = "mysql")]
-pub use self::mysql::MysqlRegistry;
-#[cfg(feature = "postgres")]
-pub use self::postgres::PostgresRegistry;
-#[cfg(feature = "redis")]
-pub use self::redis::RedisRegistry;
 
 /// How long connecting to a registry, or one request once connected, may
 /// take before it counts as unreachable, measured on the client: 3 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Where worker-id leases are stored: [`MemoryRegistry`], and
+/// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
 /// `MysqlRegistry`, `PostgresRegistry` and `RedisRegistry` behind the
 /// `mysql`, `postgres` and `redis` features.
 ///
