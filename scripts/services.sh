@@ -28,6 +28,20 @@
 #                                           # the new one, replicating
 #   scripts/services.sh restart|crash PAIR  # its primary stops (or is killed) and starts
 #
+# And a three-member etcd cluster (etcd-server), with auth on (user
+# flakegen, its keys under /flakegen) and TLS on a second port per member:
+#
+#   scripts/services.sh start etcd          # members e1, e2, e3
+#   scripts/services.sh leader etcd         # prints the leader's name
+#   scripts/services.sh kill|freeze|thaw|revive etcd MEMBER
+#                                           # SIGKILL, SIGSTOP, SIGCONT, start again;
+#                                           # MEMBER: e1, e2, e3, leader or follower
+#   scripts/services.sh elect etcd          # the leader hands over: a new raft term
+#   scripts/services.sh snapshot etcd       # saves the keyspace to $dir/etcd/snapshot.db
+#   scripts/services.sh restore etcd        # every member stopped, restored from it
+#                                           # (same token: the cluster keeps its id),
+#                                           # and started: the writes since are gone
+#
 # Missing servers are installed from the distribution's packages
 # (apt-get install postgresql redis-server; this needs root). PostgreSQL runs
 # as the unprivileged user `postgres`. Redis runs without persistence, as the
@@ -47,7 +61,9 @@
 # FLAKEGEN_PG_PORT (25432), FLAKEGEN_REDIS_PORT (26379), FLAKEGEN_REDIS_TLS_PORT (26380),
 # FLAKEGEN_MYSQL_PORT (23306); the pairs' members on the next ports:
 # FLAKEGEN_PG_A_PORT and _B_ (25433, 25434), FLAKEGEN_REDIS_A_PORT and _B_
-# (26381, 26382), FLAKEGEN_MYSQL_A_PORT and _B_ (23307, 23308). `start`
+# (26381, 26382), FLAKEGEN_MYSQL_A_PORT and _B_ (23307, 23308);
+# FLAKEGEN_ETCD_PORT (22379): member N's client port is that plus 10 (N-1),
+# its TLS port one more, its peer port two more. `start`
 # exports each member's URL (FLAKEGEN_TEST_POSTGRES_A_URL, ..._B_URL, and
 # REDIS_ and MYSQL_ alike). The defaults lie below Linux's ephemeral ports
 # (32768-60999): there, a client reconnecting while its server restarts can
@@ -65,6 +81,8 @@ redis_a_port=${FLAKEGEN_REDIS_A_PORT:-$((redis_port + 2))}
 redis_b_port=${FLAKEGEN_REDIS_B_PORT:-$((redis_port + 3))}
 mysql_a_port=${FLAKEGEN_MYSQL_A_PORT:-$((mysql_port + 1))}
 mysql_b_port=${FLAKEGEN_MYSQL_B_PORT:-$((mysql_port + 2))}
+etcd_port=${FLAKEGEN_ETCD_PORT:-22379}
+etcd_members="e1 e2 e3"
 password=flakegen-test
 tls="$dir/tls"
 pg_url="postgres://flakegen:$password@127.0.0.1:$pg_port/postgres"
@@ -730,19 +748,181 @@ rejoin() {
   say "$pair: $stale rebuilt from $primary, replicating"
 }
 
+
+# etcd: three members on loopback, one data directory each.
+etcd_index() { echo "${1#e}"; }
+etcd_client_port() { echo $((etcd_port + 10 * ($(etcd_index "$1") - 1))); }
+etcd_tls_port() { echo $(($(etcd_client_port "$1") + 1)); }
+etcd_peer_port() { echo $(($(etcd_client_port "$1") + 2)); }
+etcd_endpoints() {
+  local m list=
+  for m in $etcd_members; do list="${list:+$list,}127.0.0.1:$(etcd_client_port "$m")"; done
+  echo "$list"
+}
+etcd_tls_endpoints() {
+  local m list=
+  for m in $etcd_members; do list="${list:+$list,}127.0.0.1:$(etcd_tls_port "$m")"; done
+  echo "$list"
+}
+etcd_url="etcd://flakegen:$password@$(etcd_endpoints)/flakegen"
+etcd_tls_url="etcds://flakegen:$password@$(etcd_tls_endpoints)/flakegen?sslrootcert=$tls/ca.crt"
+etcd_initial_cluster() {
+  local m list=
+  for m in $etcd_members; do list="${list:+$list,}$m=http://127.0.0.1:$(etcd_peer_port "$m")"; done
+  echo "$list"
+}
+# One token for the services directory: a restore that keeps it keeps the
+# cluster's id, the case flakegen must catch by other means.
+etcd_token() { echo "flakegen-$(echo "$dir" | cksum | cut -d' ' -f1)"; }
+# etcdctl as user $1 (none: before auth is on), at the endpoints
+# $ETCD_AT (default: every member).
+etcdctl_as() {
+  local user=$1
+  shift
+  ETCDCTL_API=3 etcdctl --endpoints "${ETCD_AT:-$(etcd_endpoints)}" ${user:+--user "$user"} \
+    --dial-timeout 2s --command-timeout 5s "$@"
+}
+etcdctl_root() { etcdctl_as "root:$password" "$@"; }
+
+etcd_running() {
+  local pid_file="$dir/etcd/$1.pid"
+  [ -f "$pid_file" ] && kill -0 "$(cat "$pid_file")" 2>/dev/null
+}
+
+etcd_run() {
+  local m=$1 data="$dir/etcd/$1"
+  etcd_running "$m" && return
+  port_free "$(etcd_client_port "$m")" || die "port $(etcd_client_port "$m") is taken: set FLAKEGEN_ETCD_PORT"
+  port_free "$(etcd_peer_port "$m")" || die "port $(etcd_peer_port "$m") is taken: set FLAKEGEN_ETCD_PORT"
+  mkdir -p "$dir/etcd"
+  # setsid: a member in a session of its own, so that a signal to the
+  # caller's group (a test harness stopping) does not reach it.
+  setsid etcd --name "$m" --data-dir "$data" \
+    --listen-client-urls "http://127.0.0.1:$(etcd_client_port "$m"),https://127.0.0.1:$(etcd_tls_port "$m")" \
+    --advertise-client-urls "http://127.0.0.1:$(etcd_client_port "$m")" \
+    --cert-file "$tls/server.crt" --key-file "$tls/server.key" \
+    --listen-peer-urls "http://127.0.0.1:$(etcd_peer_port "$m")" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$(etcd_peer_port "$m")" \
+    --initial-cluster "$(etcd_initial_cluster)" --initial-cluster-token "$(etcd_token)" \
+    --initial-cluster-state new \
+    > "$dir/etcd/$m.log" 2>&1 < /dev/null &
+  echo $! > "$dir/etcd/$m.pid"
+}
+
+# Waits (up to 20 s) for a leader and a write through the cluster.
+etcd_ready() {
+  for _ in $(seq 100); do
+    etcdctl_as "" endpoint status >/dev/null 2>&1 && \
+      { etcdctl_as "" put flakegen-ready 1 >/dev/null 2>&1 || \
+        etcdctl_as "flakegen:$password" put /flakegen/ready 1 >/dev/null 2>&1; } && return 0
+    sleep 0.2
+  done
+  tail -20 "$dir"/etcd/*.log >&2
+  die "etcd did not elect a leader"
+}
+
+start_etcd() {
+  command -v etcd >/dev/null || install etcd-server
+  command -v etcdctl >/dev/null || install etcd-client
+  # The package starts a server of its own on 2379 where it can: not ours.
+  local m fresh=
+  [ -d "$dir/etcd/e1" ] || fresh=1
+  for m in $etcd_members; do etcd_run "$m"; done
+  say "etcd on $(etcd_endpoints) (TLS on each port + 1)"
+  if [ -n "$fresh" ]; then
+    etcd_ready
+    # Auth on: the user flakegen may use the keys under /flakegen only.
+    etcdctl_as "" user add "root:$password" >/dev/null
+    etcdctl_as "" user grant-role root root >/dev/null
+    etcdctl_as "" user add "flakegen:$password" >/dev/null
+    etcdctl_as "" role add flakegen >/dev/null
+    etcdctl_as "" role grant-permission flakegen --prefix=true readwrite /flakegen >/dev/null
+    etcdctl_as "" user grant-role flakegen flakegen >/dev/null
+    etcdctl_as "" auth enable >/dev/null
+  fi
+  etcd_ready
+}
+
+stop_etcd() {
+  local m
+  for m in $etcd_members; do
+    [ -f "$dir/etcd/$m.pid" ] && kill -CONT "$(cat "$dir/etcd/$m.pid")" 2>/dev/null || true
+    stop_pid_file "etcd $m" "$dir/etcd/$m.pid"
+  done
+}
+
+# The member that leads, by the cluster's own account (waiting up to 10 s
+# for an election). The members that answer say; one down is no error here.
+etcd_leader() {
+  local m id=
+  for _ in $(seq 50); do
+    id=$({ etcdctl_root endpoint status -w json 2>/dev/null || true; } |
+      grep -o '"leader":[0-9]*' | grep -v ':0$' | head -n 1 | cut -d: -f2)
+    [ -n "$id" ] && break
+    sleep 0.2
+  done
+  [ -n "$id" ] || die "etcd has no leader"
+  etcdctl_root member list -w json |
+    grep -o "\"ID\":$id,\"name\":\"[a-z0-9]*\"" | sed 's/.*"name":"\(.*\)"/\1/'
+}
+
+# MEMBER, with `leader` and `follower` resolved.
+etcd_member() {
+  local leader m
+  case "$1" in
+    leader) etcd_leader ;;
+    follower)
+      leader=$(etcd_leader)
+      for m in $etcd_members; do
+        if [ "$m" != "$leader" ] && etcd_running "$m"; then echo "$m"; return; fi
+      done
+      die "etcd has no running follower" ;;
+    e1 | e2 | e3) echo "$1" ;;
+    *) die "no etcd member $1: use e1, e2, e3, leader or follower" ;;
+  esac
+}
+
+etcd_signal() {
+  local m=$1 signal=$2 pid
+  [ -f "$dir/etcd/$m.pid" ] || return 0
+  pid=$(cat "$dir/etcd/$m.pid")
+  kill "-$signal" "$pid" 2>/dev/null || true
+  if [ "$signal" = KILL ]; then wait_gone "$pid"; rm -f "$dir/etcd/$m.pid"; fi
+  say "etcd $m: SIG$signal"
+}
+
+etcd_restore() {
+  local m
+  [ -f "$dir/etcd/snapshot.db" ] || die "no etcd snapshot: run snapshot etcd first"
+  for m in $etcd_members; do etcd_signal "$m" CONT; stop_pid_file "etcd $m" "$dir/etcd/$m.pid"; done
+  for m in $etcd_members; do
+    rm -rf "$dir/etcd/$m"
+    ETCDCTL_API=3 etcdctl snapshot restore "$dir/etcd/snapshot.db" --name "$m" \
+      --data-dir "$dir/etcd/$m" --initial-cluster "$(etcd_initial_cluster)" \
+      --initial-cluster-token "$(etcd_token)" \
+      --initial-advertise-peer-urls "http://127.0.0.1:$(etcd_peer_port "$m")" >/dev/null 2>&1 ||
+      die "etcd: restoring $m from the snapshot failed"
+  done
+  for m in $etcd_members; do etcd_run "$m"; done
+  etcd_ready
+  say "etcd restored from $dir/etcd/snapshot.db"
+}
+
 command=${1:-}
 which=${2:-all}
 # What was done to the servers, and when: for reading after a failed test.
 [ -d "$dir" ] && printf '%s %s\n' "$(date +%T.%N)" "$*" >> "$dir/services.log"
 pairs="postgres-pair redis-pair mariadb-pair"
 case "$command" in
+  leader | kill | freeze | thaw | revive | elect | snapshot | restore)
+    [ "$which" = etcd ] || die "$command takes etcd" ;;
   cut | promote | rejoin | primary)
     case "$which" in postgres-pair | redis-pair | mariadb-pair) ;; *) die "$command takes a pair: $pairs" ;; esac ;;
   flip | writable)
     [ "$which" = mariadb-pair ] || die "$command takes mariadb-pair" ;;
   *)
-    case "$which" in all | postgres | redis | mariadb | postgres-pair | redis-pair | mariadb-pair) ;;
-      *) die "unknown service $which: use postgres, redis, mariadb or a pair ($pairs)" ;; esac ;;
+    case "$which" in all | postgres | redis | mariadb | etcd | postgres-pair | redis-pair | mariadb-pair) ;;
+      *) die "unknown service $which: use postgres, redis, mariadb, etcd or a pair ($pairs)" ;; esac ;;
 esac
 pair_exports() {
   case "$1" in
@@ -784,7 +964,38 @@ case "$command" in
         pair_exports "$pair"
       fi
     done
+    if [ "$which" = all ] || [ "$which" = etcd ]; then
+      start_etcd
+      echo "export FLAKEGEN_TEST_ETCD_URL=$etcd_url"
+      echo "export FLAKEGEN_TEST_ETCD_TLS_URL='$etcd_tls_url'"
+    fi
     ;;
+  leader) etcd_leader ;;
+  kill) etcd_signal "$(etcd_member "${3:-}")" KILL ;;
+  freeze) etcd_signal "$(etcd_member "${3:-}")" STOP ;;
+  thaw) etcd_signal "$(etcd_member "${3:-}")" CONT ;;
+  revive)
+    member=$(etcd_member "${3:-}")
+    etcd_run "$member"
+    # Up when it answers for itself.
+    for _ in $(seq 100); do
+      ETCD_AT="127.0.0.1:$(etcd_client_port "$member")" etcdctl_root endpoint health \
+        >/dev/null 2>&1 && break
+      sleep 0.1
+    done
+    ;;
+  elect)
+    # Leadership to a follower: a new raft term, as when a leader fails.
+    follower=$(etcd_member follower)
+    id=$(etcdctl_root member list | grep ", $follower, " | cut -d, -f1)
+    ETCD_AT="127.0.0.1:$(etcd_client_port "$(etcd_leader)")" etcdctl_root move-leader "$id" >&2
+    ;;
+  snapshot)
+    ETCD_AT="127.0.0.1:$(etcd_client_port "$(etcd_leader)")" etcdctl_root \
+      snapshot save "$dir/etcd/snapshot.db" >/dev/null 2>&1 || die "etcd snapshot failed"
+    say "etcd snapshot saved to $dir/etcd/snapshot.db"
+    ;;
+  restore) etcd_restore ;;
   crash)
     case "$which" in
       redis) crash redis "$dir/redis.pid" ;;
@@ -812,9 +1023,10 @@ case "$command" in
     for pair in $pairs; do
       if [ "$which" = all ] || [ "$which" = "$pair" ]; then "stop_${pair//-/_}"; fi
     done
+    if [ "$which" = all ] || [ "$which" = etcd ]; then stop_etcd; fi
     if [ "$which" = all ]; then rm -rf "$dir"; fi
     ;;
   *)
-    die "usage: $0 start|stop [service], crash redis|mariadb, or cut|promote|rejoin|primary PAIR (see the top of this file)"
+    die "usage: $0 start|stop [service], crash redis|mariadb, cut|promote|rejoin|primary PAIR, or leader|kill|freeze|thaw|revive|elect|snapshot|restore etcd (see the top of this file)"
     ;;
 esac

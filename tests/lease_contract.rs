@@ -2,7 +2,7 @@
 //! `flakegen-contract`, over every registry: `MemoryRegistry` always, and
 //! PostgreSQL, Redis and MySQL (MariaDB) when their features are on, each
 //! a primary with a replica from `scripts/services.sh start`, which the
-//! failover rules promote.
+//! failover rules promote; and etcd, a three-member cluster.
 //!
 //! ```text
 //! cargo test --test lease_contract                     # memory only, no server
@@ -60,6 +60,14 @@ mod mysql {
         failover,
         inspect
     );
+}
+
+// The etcd cluster: every rule, restated where a store without a clock
+// differs; no failover to detect (a leader lost is no loss).
+#[cfg(feature = "etcd")]
+mod etcd {
+    use crate::common::etcd::Cluster;
+    flakegen_contract::suite!(Cluster::new(), freeze, inspect);
 }
 
 /// A `MemoryRegistry` that can be frozen as a server can (calls wait until

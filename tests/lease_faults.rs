@@ -46,6 +46,7 @@
 //! <id>                                         an ID, one per line
 //! fence <worker> <starts ms> <fence ms>        that lease's confirmed fence moved (from the
 //!                                              generator's status, and the loss event)
+//! refused <at>                                 a healing helper's call was refused then
 //! end <released|lost>                          a rebuilding helper dropped its generator
 //! ```
 
@@ -84,9 +85,13 @@ mod helper {
         lease::{self, Lease},
     };
 
-    /// Every helper's lease terms: short, so faults bite often.
+    /// The lease terms against a replicated pair: short, so faults bite often.
     pub(crate) const TTL_MS: u64 = 1_000;
     pub(crate) const SKEW_MS: u64 = 500;
+    /// Against etcd: a TTL longer than an election (about a second after a
+    /// leader dies), so that a member lost, the leader too, costs nothing.
+    pub(crate) const ETCD_TTL_MS: u64 = 3_000;
+    pub(crate) const ETCD_SKEW_MS: u64 = 1_000;
 
     /// The system clock, shifted: a host whose clock is wrong.
     #[derive(Clone, Copy)]
@@ -134,6 +139,8 @@ mod helper {
         pub hold_ms: Option<(u64, u64)>,
         pub clock_offset_ms: i64,
         pub max_wait_ms: u64,
+        pub ttl_ms: u64,
+        pub skew_ms: u64,
     }
 
     impl Orders {
@@ -151,6 +158,8 @@ mod helper {
                 format!("hold_ms={hold}"),
                 format!("clock_offset_ms={}", self.clock_offset_ms),
                 format!("max_wait_ms={}", self.max_wait_ms),
+                format!("ttl_ms={}", self.ttl_ms),
+                format!("skew_ms={}", self.skew_ms),
             ]
         }
 
@@ -173,6 +182,8 @@ mod helper {
                 },
                 clock_offset_ms: get("clock_offset_ms")?.parse().ok()?,
                 max_wait_ms: get("max_wait_ms")?.parse().ok()?,
+                ttl_ms: get("ttl_ms")?.parse().ok()?,
+                skew_ms: get("skew_ms")?.parse().ok()?,
             })
         }
     }
@@ -281,8 +292,8 @@ mod helper {
                 .max_wait(Duration::from_millis(orders.max_wait_ms))
                 .lease(
                     Lease::new(lease::connect(&orders.url)?, orders.namespace.clone())
-                        .ttl(Duration::from_millis(TTL_MS))
-                        .skew(Duration::from_millis(SKEW_MS)),
+                        .ttl(Duration::from_millis(orders.ttl_ms))
+                        .skew(Duration::from_millis(orders.skew_ms)),
                 )
                 .build_atomic();
             let generator = match built {
@@ -323,7 +334,9 @@ mod helper {
                     {
                         break "lost";
                     }
-                    Err(IssueError::LeaseLost { .. } | IssueError::ClockBehind { .. }) => {}
+                    Err(IssueError::LeaseLost { .. } | IssueError::ClockBehind { .. }) => {
+                        writeln!(out.lock().unwrap(), "refused {}", real_nanos())?;
+                    }
                     Err(e) => return Err(e.into()),
                 }
                 if let Some(status) = generator.lease() {
@@ -367,8 +380,76 @@ mod faults {
     use flakegen::{Layout, Snowflake};
 
     use super::helper::Orders;
-    use crate::common::backend::{ALL, Backend, signal_all};
+    use crate::common::backend::{ALL, signal_all};
+    #[cfg(feature = "etcd")]
+    use crate::common::etcd::{Cluster, MEMBERS};
     use crate::common::pair::Pair;
+
+    /// What the helpers lease from: a backend's replicated pair, or the
+    /// etcd cluster.
+    enum Target {
+        Pair(Pair),
+        #[cfg(feature = "etcd")]
+        Etcd,
+    }
+
+    impl Target {
+        fn name(&self) -> &'static str {
+            match self {
+                Target::Pair(pair) => pair.backend.name,
+                #[cfg(feature = "etcd")]
+                Target::Etcd => "etcd",
+            }
+        }
+
+        fn url(&self) -> String {
+            match self {
+                Target::Pair(pair) => pair.url(),
+                #[cfg(feature = "etcd")]
+                Target::Etcd => Cluster::url(),
+            }
+        }
+
+        /// The helpers' TTL and skew allowance, in ms.
+        fn terms(&self) -> (u64, u64) {
+            match self {
+                Target::Pair(_) => (super::helper::TTL_MS, super::helper::SKEW_MS),
+                #[cfg(feature = "etcd")]
+                Target::Etcd => (super::helper::ETCD_TTL_MS, super::helper::ETCD_SKEW_MS),
+            }
+        }
+
+        /// How soon after a loss a helper that never rebuilds must issue
+        /// again, under a new lease: the TTL, the skew allowance and 2 s.
+        fn heal_bound(&self) -> Duration {
+            let (ttl, skew) = self.terms();
+            Duration::from_millis(ttl + skew + 2_000)
+        }
+    }
+
+    /// A target, made ready when its turn comes.
+    type MakeTarget = Box<dyn Fn() -> Target>;
+
+    /// The targets whose features are on, by name.
+    fn targets() -> Vec<(&'static str, MakeTarget)> {
+        let mut all: Vec<(&'static str, MakeTarget)> = ALL
+            .iter()
+            .map(|&backend| {
+                let make: Box<dyn Fn() -> Target> =
+                    Box::new(move || Target::Pair(Pair::new(backend)));
+                (backend.name, make)
+            })
+            .collect();
+        #[cfg(feature = "etcd")]
+        all.push((
+            "etcd",
+            Box::new(|| {
+                Cluster::make_whole();
+                Target::Etcd
+            }),
+        ));
+        all
+    }
 
     /// Runs the randomized test on every backend (or those named), and
     /// prints the plain closing line.
@@ -389,23 +470,25 @@ mod faults {
                 .as_nanos() as u64
         });
         let seconds = option("--duration").unwrap_or(30);
+        let targets = targets();
         let named: Vec<&str> = args
             .iter()
             .map(String::as_str)
-            .filter(|a| ALL.iter().any(|b| b.name == *a))
+            .filter(|a| targets.iter().any(|(name, _)| name == a))
             .collect();
         println!("lease_faults: seed {seed}, {seconds} s per backend (replay with --seed {seed})");
         let (mut passed, mut failed) = (0, 0);
-        for &backend in ALL {
-            if !named.is_empty() && !named.contains(&backend.name) {
+        for (name, target) in &targets {
+            if !named.is_empty() && !named.contains(name) {
                 continue;
             }
             let started = Instant::now();
-            println!(
-                "randomized faults on {} (a primary and its replica)",
-                backend.name
-            );
-            let run = || randomized(backend, seed, Duration::from_secs(seconds));
+            if *name == "etcd" {
+                println!("randomized faults on etcd (a three-member cluster)");
+            } else {
+                println!("randomized faults on {name} (a primary and its replica)");
+            }
+            let run = || randomized(target(), seed, Duration::from_secs(seconds));
             match panic::catch_unwind(AssertUnwindSafe(run)) {
                 Ok(()) => {
                     passed += 1;
@@ -470,7 +553,7 @@ mod faults {
     }
 
     struct Scenario {
-        pair: Pair,
+        target: Target,
         stamp: String,
         dir: PathBuf,
         worker_bits: u32,
@@ -478,13 +561,13 @@ mod faults {
     }
 
     impl Scenario {
-        fn new(backend: &'static Backend, worker_bits: u32) -> Scenario {
+        fn new(target: Target, worker_bits: u32) -> Scenario {
             let nanos = super::helper::real_nanos();
             let stamp = format!("{}-{nanos}", std::process::id());
             let dir = std::env::temp_dir().join(format!("flakegen-faults-{stamp}"));
             fs::create_dir_all(&dir).unwrap();
             Scenario {
-                pair: Pair::new(backend),
+                target,
                 stamp,
                 dir,
                 worker_bits,
@@ -502,8 +585,9 @@ mod faults {
             let index = self.helpers.len();
             let out = self.dir.join(format!("{index}.ids"));
             let log = fs::File::create(self.dir.join(format!("{index}.log"))).unwrap();
+            let (ttl_ms, skew_ms) = self.target.terms();
             let orders = Orders {
-                url: self.pair.url(),
+                url: self.target.url(),
                 namespace: self.namespace(group),
                 worker_bits: self.worker_bits,
                 duration_ms,
@@ -511,6 +595,8 @@ mod faults {
                 hold_ms: (group == Group::Rebuilding).then_some((100, 600)),
                 clock_offset_ms,
                 max_wait_ms: 3_000,
+                ttl_ms,
+                skew_ms,
             };
             // The running binary, even if a rebuild has replaced its file since.
             let this = if Path::new("/proc/self/exe").exists() {
@@ -573,16 +659,11 @@ mod faults {
                     .filter(|(_, h)| h.group == group)
                     .map(|(p, _)| p)
                     .collect();
-                let context = format!("{}/{}", self.pair.backend.name, group.name());
+                let context = format!("{}/{}", self.target.name(), group.name());
                 check(&context, &layout, &members);
             }
-            heal_check(
-                self.pair.backend,
-                &self.helpers,
-                &processes,
-                faults,
-                ended_ns,
-            );
+            heal_check(&self.target, &self.helpers, &processes, faults, ended_ns);
+            refusals(&self.target, &self.helpers, &processes, faults, ended_ns);
             fs::remove_dir_all(&self.dir).unwrap();
         }
     }
@@ -605,6 +686,10 @@ mod faults {
     #[derive(Debug, Default)]
     struct Process {
         leases: Vec<Lease>,
+        /// When each of its calls was refused (real ns).
+        refused: Vec<u128>,
+        /// When it issued, batch by batch (real ns).
+        issued: Vec<u128>,
         /// IDs below the start of every lease of theirs on their worker id.
         orphans: Vec<u64>,
     }
@@ -636,7 +721,11 @@ mod faults {
                             lease.fence_unix_millis = lease.fence_unix_millis.max(number(3) as u64);
                         }
                     }
-                    ["at", _] => at = number(1),
+                    ["at", _] => {
+                        at = number(1);
+                        process.issued.push(at);
+                    }
+                    ["refused", _] => process.refused.push(number(1)),
                     [id] if id.bytes().all(|b| b.is_ascii_digit()) => {
                         ids.push((id.parse::<u64>().unwrap(), at));
                     }
@@ -738,22 +827,18 @@ mod faults {
         );
     }
 
-    /// How soon after a loss a helper that never rebuilds must issue again,
-    /// under a new lease: the TTL, the skew allowance and 2 s.
-    const HEAL_BOUND: Duration =
-        Duration::from_millis(super::helper::TTL_MS + super::helper::SKEW_MS + 2_000);
-
-    /// After every loss that no other fault followed within [`HEAL_BOUND`],
-    /// each healing helper that ran throughout, unpaused, issued an ID
-    /// under a lease acquired after the loss began, within the bound.
+    /// After every loss that no other fault followed within the heal bound
+    /// ([`Target::heal_bound`]), each healing helper that ran throughout,
+    /// unpaused, issued an ID under a lease acquired after the loss began,
+    /// within the bound.
     fn heal_check(
-        backend: &Backend,
+        target: &Target,
         helpers: &[Helper],
         processes: &[Process],
         faults: &[Fault],
         ended_ns: u128,
     ) {
-        let bound = HEAL_BOUND.as_nanos();
+        let bound = target.heal_bound().as_nanos();
         // How long each healing helper took to issue again, by the loss's kind.
         let mut took_ms: Vec<(&str, u128)> = Vec::new();
         for loss in faults.iter().filter(|f| f.loss) {
@@ -793,14 +878,16 @@ mod faults {
                     panic!(
                         "{}: healing helper {index} never issued again after the {} ending \
                          at {}",
-                        backend.name, loss.kind, loss.end_ns
+                        target.name(),
+                        loss.kind,
+                        loss.end_ns
                     );
                 };
                 let took = at - loss.end_ns;
                 assert!(
                     took <= bound,
                     "{}: healing helper {index} issued again {} ms after the {}, past {} ms",
-                    backend.name,
+                    target.name(),
                     took / 1_000_000,
                     loss.kind,
                     bound / 1_000_000
@@ -821,12 +908,12 @@ mod faults {
         };
         let mut all: Vec<u128> = took_ms.iter().map(|&(_, t)| t).collect();
         if all.is_empty() {
-            println!("  {}/healing: no heal to check", backend.name);
+            println!("  {}/healing: no heal to check", target.name());
             return;
         }
         println!(
             "  {}/healing, from a loss to issuing again (bound {} ms): {}",
-            backend.name,
+            target.name(),
             bound / 1_000_000,
             said(&mut all)
         );
@@ -840,6 +927,150 @@ mod faults {
                 .map(|&(_, t)| t)
                 .collect();
             println!("    after {kind}: {}", said(&mut took));
+        }
+    }
+
+    /// Faults an etcd cluster goes through that leave a majority standing,
+    /// and cost the helpers nothing.
+    #[cfg(feature = "etcd")]
+    const HARMLESS: [&str; 2] = ["member killed", "leader killed"];
+
+    /// One fault of the etcd cluster, by `choice` (2 to 9): its kind, and
+    /// whether it loses data. Each ends with the cluster whole again.
+    #[cfg(feature = "etcd")]
+    fn etcd_fault(choice: u64, random: &mut Random) -> (&'static str, bool) {
+        match choice {
+            2 | 3 => {
+                let leader = services_etcd(&["leader"]);
+                let member = MEMBERS.iter().find(|&&m| m != leader).copied().unwrap();
+                Cluster::member("kill", member);
+                thread::sleep(Duration::from_millis(random.between(500, 3_000)));
+                Cluster::member("revive", member);
+                ("member killed", false)
+            }
+            4 | 5 => {
+                let leader = Cluster::leader();
+                Cluster::member("kill", &leader);
+                thread::sleep(Duration::from_millis(random.between(500, 3_000)));
+                Cluster::member("revive", &leader);
+                ("leader killed", false)
+            }
+            6 => {
+                let leader = Cluster::leader();
+                Cluster::member("freeze", &leader);
+                thread::sleep(Duration::from_millis(random.between(300, 2_500)));
+                Cluster::member("thaw", &leader);
+                ("leader frozen", false)
+            }
+            7 => {
+                // Two of three: no quorum, until one comes back.
+                let leader = Cluster::leader();
+                let follower = MEMBERS.iter().find(|&&m| m != leader).copied().unwrap();
+                Cluster::member("kill", &leader);
+                Cluster::member("kill", follower);
+                thread::sleep(Duration::from_millis(random.between(500, 2_500)));
+                Cluster::member("revive", follower);
+                Cluster::member("revive", &leader);
+                ("quorum lost", false)
+            }
+            _ => {
+                Cluster::restore();
+                ("snapshot restored", true)
+            }
+        }
+    }
+
+    /// `scripts/services.sh <args> etcd`'s answer.
+    #[cfg(feature = "etcd")]
+    fn services_etcd(args: &[&str]) -> String {
+        let mut all = args.to_vec();
+        all.push("etcd");
+        crate::common::backend::services(&all)
+    }
+
+    /// How long the healing helpers were refused after each fault of the
+    /// registry: from a helper's first refusal within the fault and the
+    /// TTL and skew after it, to its next ID. A fault that another
+    /// followed within that window, and helpers paused or killed in it, are
+    /// left out. On etcd, a member lost, the leader too, must cost none.
+    fn refusals(
+        target: &Target,
+        helpers: &[Helper],
+        processes: &[Process],
+        faults: &[Fault],
+        ended_ns: u128,
+    ) {
+        let (ttl, skew) = target.terms();
+        let after = u128::from(ttl + skew) * 1_000_000;
+        let mut longest: std::collections::BTreeMap<&str, (u32, u32, u128)> = Default::default();
+        for fault in faults.iter().filter(|f| f.helper.is_none()) {
+            let window = fault.start_ns..=(fault.end_ns + after).min(ended_ns);
+            let disturbed = faults.iter().any(|f| {
+                !std::ptr::eq(f, fault) && f.helper.is_none() && window.contains(&f.start_ns)
+            });
+            if disturbed {
+                continue;
+            }
+            let entry = longest.entry(fault.kind).or_default();
+            entry.0 += 1;
+            let mut worst = 0;
+            for (index, (helper, process)) in helpers.iter().zip(processes).enumerate() {
+                let interrupted = faults.iter().any(|f| {
+                    f.helper == Some(index)
+                        && f.start_ns <= *window.end()
+                        && f.end_ns >= *window.start()
+                });
+                if helper.group != Group::Healing
+                    || interrupted
+                    || helper.started_ns >= fault.start_ns
+                {
+                    continue;
+                }
+                let refused: Vec<u128> = process
+                    .refused
+                    .iter()
+                    .copied()
+                    .filter(|at| window.contains(at))
+                    .collect();
+                let (Some(&first), Some(&last)) = (refused.first(), refused.last()) else {
+                    continue;
+                };
+                let again = process
+                    .issued
+                    .iter()
+                    .copied()
+                    .find(|&at| at > last)
+                    .unwrap_or(ended_ns);
+                worst = worst.max(again.saturating_sub(first));
+            }
+            if worst > 0 {
+                entry.1 += 1;
+            }
+            entry.2 = entry.2.max(worst);
+        }
+        println!(
+            "  {}/healing, the longest refusal after each kind of fault:",
+            target.name()
+        );
+        for (kind, (count, refused, worst)) in &longest {
+            println!(
+                "    {kind}: {count} faults, {refused} with a refusal, longest {} ms",
+                worst / 1_000_000
+            );
+        }
+        #[cfg(feature = "etcd")]
+        if let Target::Etcd = target {
+            for kind in HARMLESS {
+                if let Some(&(_, refused, worst)) = longest.get(kind) {
+                    assert_eq!(
+                        refused,
+                        0,
+                        "etcd: a {kind} cost the healing helpers a refusal ({} ms): a \
+                         majority stood throughout",
+                        worst / 1_000_000
+                    );
+                }
+            }
         }
     }
 
@@ -857,15 +1088,17 @@ mod faults {
 
     /// Contending and healing helpers under random faults for `duration`,
     /// then the checks.
-    fn randomized(backend: &'static Backend, seed: u64, duration: Duration) {
+    fn randomized(target: Target, seed: u64, duration: Duration) {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let mut scenario = Scenario::new(backend, 2);
+        let heal_bound = target.heal_bound();
+        let (_, skew_ms) = target.terms();
+        let mut scenario = Scenario::new(target, 2);
         let started = Instant::now();
         let started_ns = super::helper::real_nanos();
         let left_ms =
             |started: Instant| duration.saturating_sub(started.elapsed()).as_millis() as u64;
         // Clocks that disagree, within the skew allowance.
-        let skew = super::helper::SKEW_MS as i64;
+        let skew = skew_ms as i64;
         let offset = |random: &mut Random| random.between(0, skew as u64) as i64 - skew / 2;
         for group in [[Group::Rebuilding; 6].as_slice(), &[Group::Healing; 3]].concat() {
             let o = offset(&mut random);
@@ -889,32 +1122,60 @@ mod faults {
                 .collect();
             let pick = live[random.between(0, live.len() as u64) as usize];
             let start_ns = now();
-            let pair = &scenario.pair;
-            let redis = backend.name == "redis";
-            let (kind, helper, loss) = match random.between(0, 10) {
-                0 => {
-                    // Often past the TTL, so the id is taken meanwhile.
-                    let pause = Duration::from_millis(random.between(300, 2_500));
-                    scenario.signal(pick, "-STOP");
-                    paused.push((pick, Instant::now() + pause));
-                    let end_ns = now() + pause.as_nanos();
+            let choice = random.between(0, 10);
+            if choice == 0 {
+                // Often past the TTL, so the id is taken meanwhile.
+                let pause = Duration::from_millis(random.between(300, 2_500));
+                scenario.signal(pick, "-STOP");
+                paused.push((pick, Instant::now() + pause));
+                let end_ns = now() + pause.as_nanos();
+                faults.push(Fault {
+                    kind: "holder paused",
+                    start_ns,
+                    end_ns,
+                    helper: Some(pick),
+                    loss: false,
+                });
+                continue;
+            }
+            if choice == 1 {
+                scenario.signal(pick, "-KILL");
+                killed.push(pick);
+                let o = offset(&mut random);
+                let group = scenario.helpers[pick].group;
+                scenario.spawn(group, left_ms(started), o);
+                faults.push(Fault {
+                    kind: "holder killed",
+                    start_ns,
+                    end_ns: now(),
+                    helper: Some(pick),
+                    loss: false,
+                });
+                continue;
+            }
+            let pair = match &scenario.target {
+                Target::Pair(pair) => pair,
+                #[cfg(feature = "etcd")]
+                Target::Etcd => {
+                    let (kind, loss) = etcd_fault(choice, &mut random);
                     faults.push(Fault {
-                        kind: "holder paused",
+                        kind,
                         start_ns,
-                        end_ns,
-                        helper: Some(pick),
-                        loss: false,
+                        end_ns: now(),
+                        helper: None,
+                        loss,
                     });
+                    if random.between(0, 2) == 0 {
+                        // Quiet for a while: the healing helpers can be seen to
+                        // heal, and the cost of this fault alone to be measured.
+                        thread::sleep(heal_bound + Duration::from_millis(500));
+                    }
                     continue;
                 }
-                1 => {
-                    scenario.signal(pick, "-KILL");
-                    killed.push(pick);
-                    let o = offset(&mut random);
-                    let group = scenario.helpers[pick].group;
-                    scenario.spawn(group, left_ms(started), o);
-                    ("holder killed", Some(pick), false)
-                }
+            };
+            let backend = pair.backend;
+            let redis = backend.name == "redis";
+            let (kind, helper, loss) = match choice {
                 2 => {
                     let pids = pair.pids();
                     signal_all(&pids, "-STOP");
@@ -981,7 +1242,7 @@ mod faults {
                     });
                     if random.between(0, 2) == 0 {
                         // Quiet for a while, so the healing helpers can be seen to heal.
-                        thread::sleep(HEAL_BOUND + Duration::from_millis(500));
+                        thread::sleep(heal_bound + Duration::from_millis(500));
                     }
                     continue;
                 }
@@ -1003,7 +1264,7 @@ mod faults {
                     });
                     if random.between(0, 2) == 0 {
                         // Quiet for a while, so the healing helpers can be seen to heal.
-                        thread::sleep(HEAL_BOUND + Duration::from_millis(500));
+                        thread::sleep(heal_bound + Duration::from_millis(500));
                     }
                     continue;
                 }
@@ -1028,7 +1289,7 @@ mod faults {
             });
             if loss && random.between(0, 2) == 0 {
                 // Quiet for a while, so the healing helpers can be seen to heal.
-                thread::sleep(HEAL_BOUND + Duration::from_millis(500));
+                thread::sleep(heal_bound + Duration::from_millis(500));
             }
         }
         for (helper, _) in paused {

@@ -5,10 +5,13 @@
 
 mod common;
 
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 use flakegen::lease::LeaseError;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 use flakegen::lease::backend::{Expect, NewRecord, Registry};
 
 /// `url` with its user name, password and database replaced.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 fn as_user(url: &str, userinfo: &str, database: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap();
     let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
@@ -33,6 +36,7 @@ fn refused_with_the_ddl(registry: &dyn Registry, server_says: &str, ddl: &str) {
 }
 
 /// Every storage step, so each path to the server is asked once.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
     let write = NewRecord {
         holder: "h",

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use flakegen::lease::backend::{
-    Expect, Inspect, NewRecord, Registry, Severity, Transport, Verified,
+    Expect, Inspect, NewRecord, Registry, Severity, TimeBase, Transport, Verified,
 };
 use flakegen::lease::{ClockVerdict, DEFAULT_SKEW, DEFAULT_TIMEOUT, DEFAULT_TTL, LeaseError};
 
@@ -177,7 +177,8 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
         Level::Ok,
         "loss",
         format!(
-            "a detected loss (a restart without persistence, a TRUNCATE, a failover) costs \
+            "a detected loss (a restart without persistence, a TRUNCATE, a failover, a \
+             restore) costs \
              generators a pause of the TTL and the skew allowance, {:.1} s at these terms, \
              after which they lease again by themselves",
             pause_ms as f64 / 1e3
@@ -247,7 +248,19 @@ fn write_test(args: &Args, registry: &dyn Registry, findings: &mut Findings) {
         Err(e) => return findings.fail(&e),
     };
     let after = here();
-    clock(args, snapshot.server_unix_millis, before, after, findings);
+    match registry.time_base() {
+        TimeBase::Client => findings.add(
+            Level::Ok,
+            "clock",
+            format!(
+                "the store has no clock: expiry, and a loss's moment, are judged by each \
+                 host's own, and nothing checks one host's against another's: keep every \
+                 host's clock within the skew allowance ({} ms) of the others (NTP, chrony)",
+                args.skew_ms
+            ),
+        ),
+        _ => clock(args, snapshot.server_unix_millis, before, after, findings),
+    }
     let written = (|| {
         let marker = match snapshot.marker_unix_millis {
             Some(marker) => marker,

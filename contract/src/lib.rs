@@ -46,6 +46,12 @@
 //! # fn main() {}
 //! ```
 //!
+//! A store without a clock of its own (etcd) says so
+//! ([`Registry::time_base`](flakegen::lease::backend::Registry::time_base)):
+//! the rules that need a server's clock are restated for it, not skipped.
+//! Its times must then be the calling host's clock itself, and the skew
+//! check compares a generator's clock with its host's.
+//!
 //! The suite's tests of one fixture run one at a time (a loss wipes the
 //! whole registry), each in a namespace of its own, with a 300 ms TTL: a
 //! suite takes about a minute. A registry on a real server should run it

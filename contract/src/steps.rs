@@ -6,7 +6,7 @@
 use std::thread;
 use std::time::Duration;
 
-use flakegen::lease::backend::{Expect, NewRecord, Record, Registry};
+use flakegen::lease::backend::{Expect, NewRecord, Record, Registry, TimeBase};
 
 use crate::Fixture;
 use crate::store::{SKEW, Store, namespace, now_ms};
@@ -141,7 +141,8 @@ pub fn swap_writes_only_under_the_marker_in_force(fixture: &dyn Fixture) {
 
 /// A swap says when it wrote, by the server's clock (which is close to
 /// this host's), and stores an expiry the TTL past it: none for a free
-/// record.
+/// record. Restated for a store without a clock ([`TimeBase::Client`]): its
+/// times are this host's clock itself, within the call, with no slack.
 pub fn swap_says_when_it_wrote_by_the_servers_clock(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let name = store.name();
@@ -167,11 +168,20 @@ pub fn swap_says_when_it_wrote_by_the_servers_clock(fixture: &dyn Fixture) {
         .unwrap()
         .expect("written");
     let after = now_ms();
-    let slack = SKEW.as_millis() as u64;
-    assert!(
-        (before.saturating_sub(slack)..=after + slack).contains(&written),
-        "{name}: swap said it wrote at {written}, this host's clock read {before}..{after}"
-    );
+    match registry.time_base() {
+        TimeBase::Client => assert!(
+            (before..=after).contains(&written),
+            "{name}: swap said it wrote at {written}, and a store without a clock must say \
+             this host's clock, which read {before}..{after} around the call"
+        ),
+        _ => {
+            let slack = SKEW.as_millis() as u64;
+            assert!(
+                (before.saturating_sub(slack)..=after + slack).contains(&written),
+                "{name}: swap said it wrote at {written}, this host's clock read {before}..{after}"
+            );
+        }
+    }
     let found = record(&*registry, &ns, 0).unwrap();
     assert!(
         found.expires_unix_millis.abs_diff(written + 5_000) <= 1,

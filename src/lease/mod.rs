@@ -258,6 +258,8 @@ mod slot;
 mod status;
 
 pub use self::backend::connect::connect;
+#[cfg(feature = "etcd")]
+pub use self::backend::etcd::EtcdRegistry;
 pub use self::backend::memory::MemoryRegistry;
 #[cfg(feature = "mysql")]
 pub use self::backend::mysql::MysqlRegistry;

@@ -5,6 +5,8 @@
 
 #[cfg(remote)]
 pub mod backend;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 #[cfg(remote)]
 pub mod forwarder;
 #[cfg(feature = "tokio")]

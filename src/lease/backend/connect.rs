@@ -8,7 +8,8 @@ use super::Registry;
 /// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
 /// with the `postgres` feature, `mysql://` (MySQL or MariaDB) with the
 /// `mysql` feature, `redis://` (or `rediss://`, with TLS) with the `redis`
-/// feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a PostgreSQL URL,
+/// feature, `etcd://host:port,host:port/prefix` (or `etcds://`, with TLS)
+/// with the `etcd` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a PostgreSQL URL,
 /// as libpq takes them; `ssl-mode=` and `ssl-ca=<CA file>` in a MySQL URL,
 /// as MySQL's clients take them; `rediss://`, and `sslrootcert=` too, for
 /// Redis. Without a CA file, the system's CAs are trusted (the Mozilla
@@ -48,6 +49,13 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
         "mysql" | "mariadb" => Err(LeaseError::FeatureOff {
             scheme,
             feature: "mysql",
+        }),
+        #[cfg(feature = "etcd")]
+        "etcd" | "etcds" => Ok(Arc::new(super::etcd::EtcdRegistry::new(url)?)),
+        #[cfg(not(feature = "etcd"))]
+        "etcd" | "etcds" => Err(LeaseError::FeatureOff {
+            scheme,
+            feature: "etcd",
         }),
         _ => Err(LeaseError::UnsupportedUrl { scheme }),
     }

@@ -182,6 +182,15 @@ pub enum LeaseError {
         /// The server's address.
         address: String,
     },
+    /// A consensus store (etcd) could not commit or read: its cluster has
+    /// no leader, as when fewer than a majority of its members are up or
+    /// can reach each other.
+    NoQuorum {
+        /// The members' addresses.
+        address: String,
+        /// What the member said.
+        source: Arc<dyn std::error::Error + Send + Sync>,
+    },
     /// The server answered with an error.
     Server {
         /// The server's address.
@@ -197,7 +206,7 @@ impl fmt::Display for LeaseError {
             LeaseError::UnsupportedUrl { scheme } => write!(
                 f,
                 "no lease registry for {scheme:?} URLs: use postgres://, mysql:// (or \
-                 mariadb://), or redis:// (rediss:// with TLS)"
+                 mariadb://), redis:// (rediss:// with TLS), or etcd:// (etcds:// with TLS)"
             ),
             LeaseError::FeatureOff { scheme, feature } => write!(
                 f,
@@ -251,6 +260,12 @@ impl fmt::Display for LeaseError {
                  create it the first time. Create it once as a user that may \
                  ({registry}::DDL, then {registry}::NEW_TABLE_MARKER), then \
                  GRANT SELECT, INSERT, UPDATE ON flakegen_leases to this user"
+            ),
+            LeaseError::NoQuorum { address, source } => write!(
+                f,
+                "the etcd cluster at {address} has no quorum ({source}): a majority of its \
+                 members must be up and reach each other; `etcdctl endpoint status \
+                 --cluster` shows which are"
             ),
             LeaseError::UnknownDatabase { address, database } => write!(
                 f,
@@ -352,6 +367,7 @@ impl std::error::Error for LeaseError {
             | LeaseError::TlsRequired { source, .. }
             | LeaseError::Unauthorized { source, .. }
             | LeaseError::Forbidden { source, .. }
+            | LeaseError::NoQuorum { source, .. }
             | LeaseError::Server { source, .. } => Some(&**source),
             _ => None,
         }

@@ -4,7 +4,7 @@
 //! A service that only leases worker ids needs none of this: it names a
 //! registry by URL ([`connect`](super::connect)) or builds one of flakegen's
 //! ([`MemoryRegistry`](super::MemoryRegistry), `MysqlRegistry`, `PostgresRegistry`,
-//! `RedisRegistry`) and hands it to a [`Lease`](super::Lease). Those who
+//! `RedisRegistry`, `EtcdRegistry`) and hands it to a [`Lease`](super::Lease). Those who
 //! keep leases somewhere else implement [`Registry`]: three storage steps,
 //! and nothing of the protocol, which flakegen decides once over them.
 //!
@@ -18,13 +18,19 @@
 //!   still has the version the writer last saw, under the marker it last
 //!   saw, in one atomic step. That is what makes a renewal confirm *this*
 //!   lease (rule 1) and keeps a lost lease from being written back (rule 4).
-//! - **A clock of its own.** Who holds an id is decided by the server's
-//!   clock and the TTL alone: an expiry is the server's now plus the TTL,
-//!   so two holders whose clocks disagree still agree on who holds it. Each
-//!   holder's clock is checked against the server's at every acquisition
-//!   and renewal (the skew allowance), which is what bounds how far a fence
-//!   confirmed before a loss can lead the loss: the loss rule (rule 6)
-//!   fences unrecorded ids at the marker plus the TTL plus that allowance.
+//! - **A clock, its own or its clients'.** Who holds an id is decided by a
+//!   clock and the TTL alone: an expiry is the writer's now plus the TTL.
+//!   With a server clock ([`TimeBase::Server`]), two holders whose clocks
+//!   disagree still agree on who holds it, and each holder's clock is
+//!   checked against the server's at every acquisition and renewal (the
+//!   skew allowance), which is what bounds how far a fence confirmed before
+//!   a loss can lead the loss: the loss rule (rule 6) fences unrecorded ids
+//!   at the marker plus the TTL plus that allowance. A store without a
+//!   clock (etcd, [`TimeBase::Client`]) uses its clients' clocks for the
+//!   same times, and the allowance becomes an assumption nobody checks:
+//!   every two hosts' clocks within it of each other. Fences need no clock
+//!   at all: whatever the clocks say, a holder's IDs stay below the fence
+//!   the store confirmed, and its successor starts at it.
 //! - **A marker that names its history.** The marker is the moment, by the
 //!   server's clock, from which the store vouches for its records. It must
 //!   change whenever the store may have forgotten a write it confirmed: its
@@ -52,6 +58,8 @@ use std::time::Duration;
 // declared here, re-exported there, so that imports run one way.
 pub(super) mod connect;
 mod error;
+#[cfg(feature = "etcd")]
+pub(super) mod etcd;
 pub(super) mod memory;
 #[cfg(feature = "mysql")]
 pub(super) mod mysql;
@@ -67,15 +75,15 @@ mod remote;
 mod tls;
 
 pub use self::error::LeaseError;
-pub(crate) use self::error::said;
+pub(crate) use self::error::{Source, said};
 
 /// How long connecting to a registry, or one request once connected, may
 /// take before it counts as unreachable, measured on the client: 3 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
-/// `MysqlRegistry`, `PostgresRegistry` and `RedisRegistry` behind the
-/// `mysql`, `postgres` and `redis` features.
+/// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry` and `EtcdRegistry`
+/// behind the `mysql`, `postgres`, `redis` and `etcd` features.
 ///
 /// A registry only stores. Which id is free, where fences go, the marker
 /// rule and the release rule are decided once, by flakegen, over these three
@@ -170,6 +178,12 @@ pub trait Registry: Send + Sync + 'static {
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError>;
 
+    /// Whose clock the times this registry returns are read from. Default:
+    /// [`TimeBase::Server`].
+    fn time_base(&self) -> TimeBase {
+        TimeBase::Server
+    }
+
     /// What the registry can show an operator, if it can: see [`Inspect`].
     /// Leasing never calls it. Default: `None`.
     fn inspect(&self) -> Option<&dyn Inspect> {
@@ -226,6 +240,9 @@ macro_rules! forward_registry {
             fn swap(&self, namespace: &str, worker: u64, expect: Expect, record: &NewRecord<'_>) -> Result<Option<u64>, LeaseError> {
                 (**self).swap(namespace, worker, expect, record)
             }
+            fn time_base(&self) -> TimeBase {
+                (**self).time_base()
+            }
             fn inspect(&self) -> Option<&dyn Inspect> {
                 (**self).inspect()
             }
@@ -234,6 +251,22 @@ macro_rules! forward_registry {
 }
 
 forward_registry!(Arc<R>, Box<R>);
+
+/// Whose clock a registry's times are read from: the server clock of
+/// [`Snapshot::server_unix_millis`], of a swap's answer, of an expiry and a
+/// marker ([`Registry::time_base`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TimeBase {
+    /// The store's own clock, read by the store: every holder is judged by
+    /// one clock, and each holder's is checked against it (the skew
+    /// allowance).
+    Server,
+    /// The store has none (etcd): its times are the calling host's clock.
+    /// Nothing checks one host's clock against another's; the skew
+    /// allowance is what the hosts must keep to.
+    Client,
+}
 
 /// What [`Registry::read`] found: the few records an acquisition chooses from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -15,6 +15,8 @@ pub(crate) enum Speaks {
     Postgres,
     Redis,
     Tls,
+    /// HTTP: etcd's client port, among others.
+    Http,
 }
 
 impl Speaks {
@@ -25,6 +27,7 @@ impl Speaks {
             Speaks::Postgres => "PostgreSQL",
             Speaks::Redis => "Redis",
             Speaks::Tls => "TLS",
+            Speaks::Http => "HTTP",
         }
     }
 }
@@ -65,6 +68,8 @@ pub(crate) fn speaks(address: &str) -> Option<Speaks> {
         [b'E', ..] => Some(Speaks::Postgres),
         // A TLS server answers bytes that are no record with an alert.
         [0x15, 0x03, ..] => Some(Speaks::Tls),
+        // An HTTP server (etcd's client port) refuses the line as a request.
+        [b'H', b'T', b'T', b'P', ..] => Some(Speaks::Http),
         _ => None,
     }
 }
@@ -112,6 +117,12 @@ mod tests {
             let _ = s.write_all(&[0x15, 0x03, 0x03, 0, 2, 2, 70]);
         });
         assert_eq!(speaks(&tls), Some(Speaks::Tls));
+        let http = server(|mut s| {
+            let mut line = [0u8; 6];
+            let _ = s.read_exact(&mut line);
+            let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n");
+        });
+        assert_eq!(speaks(&http), Some(Speaks::Http));
         // Nothing said: not known, within the probe's time.
         let silent = server(|_s| thread::sleep(Duration::from_secs(1)));
         let started = Instant::now();

@@ -163,7 +163,7 @@ impl<C: Send> Remote<C> {
     /// Runs `future` on this registry's runtime for at most `within`, apart
     /// from its connection: a probe that tells one failure from another.
     /// `None` if it took longer.
-    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "mysql", feature = "etcd")), allow(dead_code))]
     pub(crate) fn probe<T: Send>(
         &self,
         within: Duration,

@@ -1,16 +1,16 @@
 //! TLS to a registry server, with rustls: how much of the server's
-//! certificate to check (PostgreSQL; the Redis and MySQL clients check their
-//! own), which CAs to trust, and what a failure means.
+//! certificate to check (PostgreSQL, etcd; the Redis and MySQL clients
+//! check their own), which CAs to trust, and what a failure means.
 
 use rustls::Error as TlsError;
 use rustls::crypto::CryptoProvider;
 
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "etcd"))]
 pub(crate) use self::config::{Verify, client_config};
 
 /// Makes `ring` the process's default provider if there is none: clients
 /// that build their own configuration (Redis's) need one.
-#[cfg_attr(not(feature = "redis"), allow(dead_code))]
+#[cfg_attr(not(any(feature = "redis", feature = "etcd")), allow(dead_code))]
 pub(crate) fn ensure_default_provider() {
     if CryptoProvider::get_default().is_none() {
         // Another thread may have installed one meanwhile: that one stays.
@@ -20,7 +20,7 @@ pub(crate) fn ensure_default_provider() {
 
 /// The certificate checks flakegen makes itself, for PostgreSQL's `sslmode`s
 /// and the Redis probe (MySQL's client makes its own).
-#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "etcd"))]
 mod lenient {
     use std::sync::Arc;
 
@@ -96,14 +96,14 @@ mod lenient {
     }
 }
 
-#[cfg(any(feature = "postgres", feature = "redis"))]
+#[cfg(any(feature = "postgres", feature = "redis", feature = "etcd"))]
 use self::lenient::{Lenient, provider};
 
 /// Whether the server at `host`:`port` answers a TLS handshake, within
 /// `within`. A server that drops a plain connection is TLS-only if it does;
 /// if it does not (or does not answer), it was going away: a restart, a
 /// crash, a failover, not a request for TLS.
-#[cfg(feature = "redis")]
+#[cfg(any(feature = "redis", feature = "etcd"))]
 pub(crate) fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> bool {
     use std::net::{TcpStream, ToSocketAddrs};
     use std::sync::Arc;
@@ -143,8 +143,9 @@ pub(crate) fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> 
     probe().unwrap_or(false)
 }
 
-/// The client configuration for PostgreSQL's `sslmode`s.
-#[cfg(feature = "postgres")]
+/// The client configuration for PostgreSQL's `sslmode`s (and etcd's,
+/// always `verify-full`).
+#[cfg(any(feature = "postgres", feature = "etcd"))]
 mod config {
     use std::path::Path;
     use std::sync::Arc;
@@ -159,6 +160,7 @@ mod config {
 
     /// How much of the server's certificate is checked, by libpq's names.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     pub(crate) enum Verify {
         /// `require` (and `prefer`): encrypted, the certificate unchecked.
         Nothing,
