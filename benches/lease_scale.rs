@@ -18,8 +18,9 @@
 //! server-side call is the server's own measure, over those builds: Redis'
 //! `SLOWLOG`, PostgreSQL's `pg_stat_statements`, MariaDB's slow query log
 //! (each switched on by this benchmark, through the servers' command-line
-//! clients). It needs the servers of `scripts/services.sh`, which starts
-//! PostgreSQL with `pg_stat_statements` loaded.
+//! clients); etcd keeps none, so its column shows `NaN`. It needs the
+//! servers of `scripts/services.sh`, which starts PostgreSQL with
+//! `pg_stat_statements` loaded.
 
 #![allow(missing_docs)] // a binary's items
 
@@ -196,8 +197,20 @@ fn servers() -> Result<Vec<Server>, String> {
             }),
         });
     }
+    #[cfg(feature = "etcd")]
+    {
+        // etcd keeps no log of slow requests: the client's times only.
+        servers.push(Server {
+            name: "etcd",
+            url: env("FLAKEGEN_TEST_ETCD_URL")?,
+            stats: Box::new(|stat| match stat {
+                Stat::Reset => Ok(0.0),
+                Stat::Longest => Ok(f64::NAN),
+            }),
+        });
+    }
     if servers.is_empty() {
-        return Err("no lease backend: build with --features postgres,redis,mysql".into());
+        return Err("no lease backend: build with --features postgres,redis,mysql,etcd".into());
     }
     Ok(servers)
 }

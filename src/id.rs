@@ -290,8 +290,9 @@ impl fmt::Display for IdError {
 
 impl std::error::Error for IdError {}
 
-/// A string that is not the decimal form of a 64-bit ID. Holds no copy of
-/// the input, so parsing never allocates.
+/// A string that is not the decimal form of a 64-bit ID, or not its base32
+/// form ([`Snowflake::from_base32`]). Holds no copy of the input, so parsing
+/// never allocates.
 ///
 /// # Examples
 ///
@@ -311,6 +312,9 @@ enum ParseIdErrorKind {
     Empty,
     NotADigit { at: usize },
     TooLarge,
+    Base32Length { len: usize },
+    Base32Character { at: usize },
+    Base32TooLarge,
 }
 
 impl ParseIdError {
@@ -331,6 +335,24 @@ impl ParseIdError {
             kind: ParseIdErrorKind::TooLarge,
         }
     }
+
+    pub(crate) const fn base32_length(len: usize) -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::Base32Length { len },
+        }
+    }
+
+    pub(crate) const fn base32_character(at: usize) -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::Base32Character { at },
+        }
+    }
+
+    pub(crate) const fn base32_too_large() -> Self {
+        ParseIdError {
+            kind: ParseIdErrorKind::Base32TooLarge,
+        }
+    }
 }
 
 impl fmt::Display for ParseIdError {
@@ -344,6 +366,18 @@ impl fmt::Display for ParseIdError {
             ),
             ParseIdErrorKind::TooLarge => {
                 f.write_str("invalid id: too large; ids are at most 18446744073709551615")
+            }
+            ParseIdErrorKind::Base32Length { len } => write!(
+                f,
+                "invalid base32 id: {len} characters; base32 ids are 13 \
+                 (0-9 and A-Z but I, L, O, U)"
+            ),
+            ParseIdErrorKind::Base32Character { at } => write!(
+                f,
+                "invalid base32 id: character {at} is not base32 (0-9 and A-Z but I, L, O, U)"
+            ),
+            ParseIdErrorKind::Base32TooLarge => {
+                f.write_str("invalid base32 id: too large; base32 ids are at most FZZZZZZZZZZZZ")
             }
         }
     }

@@ -154,10 +154,11 @@
 //!
 //! | feature | adds | pulls in |
 //! |---|---|---|
-//! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON), `Layout` (a preset's name, or its fields) and [`Strategy`]: [the `serde` module](crate::serde) | `serde` |
+//! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON, or base32 with `serde::as_base32`), `Layout` (a preset's name, or its fields) and [`Strategy`]: [the `serde` module](crate::serde) | `serde` |
 //! | `postgres` | worker-id leases in a PostgreSQL table (`lease::PostgresRegistry`); [`Snowflake`] as a `BIGINT` for the `postgres` crates (`sql`) | `tokio-postgres`, a small `tokio` runtime driven by the lease's thread |
 //! | `mysql` | worker-id leases in a MySQL or MariaDB table (`lease::MysqlRegistry`) | `mysql_async` (pure Rust, rustls), the same small runtime |
 //! | `redis` | worker-id leases in Redis (`lease::RedisRegistry`) | `redis`, the same small runtime |
+//! | `etcd` | worker-id leases in an etcd cluster (`lease::EtcdRegistry`), through its JSON gateway | `serde_json`, `tokio-rustls`, the same small runtime |
 //! | `metrics` | the lease's and the generators' [metrics](#metrics), through the `metrics` facade | `metrics` |
 //! | `sqlx` | [`Snowflake`] as a `BIGINT` for sqlx 0.8 (PostgreSQL, MySQL/MariaDB, SQLite): `sql` | `sqlx-core` |
 //! | `tokio` | `AsyncIdGenerator` (`next_id_async`), `Builder::build_async`, `Release::wait_async`: every wait a tokio sleep | `tokio` (timer only) |
@@ -228,6 +229,7 @@
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod base32;
 pub mod clock;
 mod divisor;
 mod error;
@@ -245,6 +247,7 @@ pub mod sql;
 mod sync;
 pub mod worker;
 
+pub use self::base32::Base32;
 pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SystemClock};
 pub use self::error::Error;
 #[cfg(feature = "tokio")]

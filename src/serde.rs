@@ -231,3 +231,72 @@ pub mod as_number {
         Snowflake::deserialize(deserializer)
     }
 }
+
+/// Serialises a [`Snowflake`] as its Crockford base32 text (13
+/// characters, sorting as the IDs do: [`Snowflake::to_base32`]), for
+/// `#[serde(with = "flakegen::serde::as_base32")]`. Reads that text back,
+/// or a decimal string or a number, so that data written before keeps
+/// loading: a string of 13 characters is base32, any other decimal.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use flakegen::Snowflake;
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Link {
+///     #[serde(with = "flakegen::serde::as_base32")]
+///     id: Snowflake,
+/// }
+///
+/// let link = Link { id: Snowflake::from_u64(1_050_118_621_198_921_728) };
+/// let json = serde_json::to_string(&link).unwrap();
+/// assert_eq!(json, r#"{"id":"0X4P5A9Y9BC00"}"#);
+/// assert_eq!(serde_json::from_str::<Link>(&json).unwrap().id, link.id);
+/// # }
+/// ```
+pub mod as_base32 {
+    use super::*;
+
+    /// Writes the ID as its base32 text.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the serializer reports.
+    pub fn serialize<S: Serializer>(id: &Snowflake, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(id.to_base32().as_str())
+    }
+
+    /// Reads the ID from its base32 text, a decimal string, or a number.
+    ///
+    /// # Errors
+    ///
+    /// A deserializer error for anything else.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Snowflake, D::Error> {
+        struct Text;
+
+        impl Visitor<'_> for Text {
+            type Value = Snowflake;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an ID: 13 characters of base32, decimal digits, or a u64")
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Snowflake, E> {
+                Ok(Snowflake::from_u64(v))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Snowflake, E> {
+                // Base32 is always 13 characters, digits only or not; a
+                // decimal ID of 13 digits is below 2^44, nearer an epoch
+                // than any running layout issues.
+                if v.len() == 13 {
+                    Snowflake::from_base32(v).map_err(E::custom)
+                } else {
+                    v.parse().map_err(E::custom)
+                }
+            }
+        }
+
+        deserializer.deserialize_any(Text)
+    }
+}

@@ -492,3 +492,25 @@ fn builder_default_is_twitter_with_no_worker_id() {
     assert_eq!(g.layout(), &Layout::TWITTER);
     assert_eq!(g.worker(), 0);
 }
+
+proptest! {
+    // A thousand cases of a thousand IDs each: a million.
+    #![proptest_config(ProptestConfig { cases: 1_000, ..ProptestConfig::default() })]
+
+    /// Base32 gives every ID back, at 13 characters, and sorts as the IDs do.
+    #[test]
+    fn base32_round_trips_and_keeps_order(ids in prop::collection::vec(any::<u64>(), 1_000)) {
+        let mut by_value: Vec<Snowflake> = ids.iter().map(|&id| Snowflake::from_u64(id)).collect();
+        for &id in &by_value {
+            let text = id.to_base32();
+            prop_assert_eq!(text.len(), 13);
+            prop_assert_eq!(Snowflake::from_base32(&text), Ok(id));
+            prop_assert_eq!(Snowflake::from_base32(&text.to_ascii_lowercase()), Ok(id));
+        }
+        let mut by_text: Vec<_> = by_value.iter().map(|id| id.to_base32()).collect();
+        by_value.sort_unstable();
+        by_text.sort_unstable();
+        let decoded: Vec<Snowflake> = by_text.iter().map(|t| Snowflake::from_base32(t).unwrap()).collect();
+        prop_assert_eq!(decoded, by_value);
+    }
+}

@@ -99,9 +99,9 @@ impl Findings {
                     "topic": f.topic,
                     "finding": f.text,
                 });
-                println!("{object}");
+                say!("{object}");
             } else {
-                println!("{level:<5} {:<12} {}", f.topic, f.text);
+                say!("{level:<5} {:<12} {}", f.topic, f.text);
             }
         }
     }
@@ -110,7 +110,7 @@ impl Findings {
 pub(crate) fn run(args: &Args) -> Result<(), Failed> {
     let mut findings = Findings::default();
     if !args.json {
-        println!("registry   {}", show::redacted(&args.url));
+        say!("registry   {}", show::redacted(&args.url));
     }
     match flakegen::lease::connect(&args.url) {
         Ok(registry) => with_registry(args, registry, &mut findings),

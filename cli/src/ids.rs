@@ -48,16 +48,27 @@ pub(crate) struct New {
     /// How many IDs per strategy.
     #[arg(long, default_value_t = 3)]
     count: usize,
+    /// How to print IDs: decimal, or base32 (Crockford's, 13 characters
+    /// that sort as the IDs do).
+    #[arg(long, value_enum, default_value_t = Format::Decimal)]
+    format: Format,
     /// One JSON object per line.
     #[arg(long)]
     json: bool,
 }
 
+/// An ID's text form.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    Decimal,
+    Base32,
+}
+
 /// Decode IDs into their time, worker and sequence.
 #[derive(clap::Args)]
 pub(crate) struct Decode {
-    /// The IDs, in decimal.
-    #[arg(required = true)]
+    /// The IDs, in decimal or base32; with none, or `-`, one per line from
+    /// stdin (its first word: `flakegen new | flakegen decode` works).
     ids: Vec<String>,
     /// The layout they were made with.
     #[arg(long, default_value = "twitter")]
@@ -77,10 +88,16 @@ struct Line<'a> {
     discord: bool,
     /// The strategy that made the ID, or the layout it was decoded with.
     source: (&'a str, &'a str),
+    format: Format,
 }
 
 impl<'a> Line<'a> {
-    fn new(layout: &Layout, id: Snowflake, source: (&'a str, &'a str)) -> Result<Self, Error> {
+    fn new(
+        layout: &Layout,
+        id: Snowflake,
+        source: (&'a str, &'a str),
+        format: Format,
+    ) -> Result<Self, Error> {
         let fields = layout.decode(id)?;
         Ok(Line {
             id,
@@ -89,7 +106,16 @@ impl<'a> Line<'a> {
             sequence: fields.sequence,
             discord: *layout == Layout::DISCORD,
             source,
+            format,
         })
+    }
+
+    /// The ID as printed.
+    fn id(&self) -> String {
+        match self.format {
+            Format::Decimal => self.id.to_string(),
+            Format::Base32 => self.id.to_base32().to_string(),
+        }
     }
 
     fn print(&self, json: bool) {
@@ -98,7 +124,7 @@ impl<'a> Line<'a> {
         if json {
             let mut object = serde_json::json!({
                 // A string: JavaScript's numbers lose precision above 2^53.
-                "id": self.id.to_string(),
+                "id": self.id(),
                 "time": time,
                 "unix_ms": self.unix_millis,
                 "sequence": self.sequence,
@@ -110,16 +136,17 @@ impl<'a> Line<'a> {
             } else {
                 object["worker"] = self.worker.into();
             }
-            println!("{object}");
+            say!("{object}");
         } else {
             let worker = if self.discord {
                 format!("worker={} process={}", self.worker >> 5, self.worker & 31)
             } else {
                 format!("worker={}", self.worker)
             };
-            println!(
+            say!(
                 "{:<20} {time}  {worker:<10} sequence={:<5} {source_key}={source}",
-                self.id, self.sequence
+                self.id(),
+                self.sequence
             );
         }
     }
@@ -165,29 +192,71 @@ pub(crate) fn new(args: &New) -> Result<(), Failed> {
         eprintln!("{from}: worker {worker}, strategy {strategy}");
         for _ in 0..args.count {
             let id = generator.next_id()?;
-            Line::new(&layout, id, ("strategy", strategy.name()))?.print(args.json);
+            Line::new(&layout, id, ("strategy", strategy.name()), args.format)?.print(args.json);
         }
     }
     Ok(())
 }
 
 /// Decodes every ID it can; an ID that does not decode is an error line,
-/// and the status says so, after the rest.
+/// and the status says so, after the rest. An ID whose time lies ahead of
+/// this host's clock gets a warning: it was likely made with another
+/// layout.
 pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
     let name = args.layout.to_string();
     let mut failed = false;
-    for text in &args.ids {
-        let line = text
-            .parse::<Snowflake>()
-            .map_err(Error::from)
-            .and_then(|id| Line::new(&args.layout, id, ("layout", &name)));
-        match line {
-            Ok(line) => line.print(args.json),
+    let now = show::unix_millis(std::time::SystemTime::now());
+    let mut one = |text: &str| {
+        let (id, format) = match parse(text) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                eprintln!("error: {text}: {e}");
+                failed = true;
+                return;
+            }
+        };
+        match Line::new(&args.layout, id, ("layout", &name), format) {
+            Ok(line) => {
+                line.print(args.json);
+                // A minute of slack: clocks disagree that much and more.
+                if line.unix_millis > now.saturating_add(60_000) {
+                    eprintln!(
+                        "warning: {text}: its time, {}, lies {} ahead of this host's clock: \
+                         made with another layout? (--layout)",
+                        show::time(line.unix_millis),
+                        show::duration(line.unix_millis - now)
+                    );
+                }
+            }
             Err(e) => {
                 eprintln!("error: {text}: {e}");
                 failed = true;
             }
         }
+    };
+    if args.ids.is_empty() || args.ids == ["-"] {
+        for line in std::io::stdin().lines() {
+            let line = line.map_err(|e| Failed(Some(format!("cannot read stdin: {e}"))))?;
+            if let Some(text) = line.split_whitespace().next() {
+                one(text);
+            }
+        }
+    } else {
+        for text in &args.ids {
+            one(text);
+        }
     }
     if failed { Err(Failed(None)) } else { Ok(()) }
+}
+
+/// An ID in decimal (digits only) or base32 (13 characters), and which.
+fn parse(text: &str) -> Result<(Snowflake, Format), String> {
+    if text.len() == 13 && !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Snowflake::from_base32(text)
+            .map(|id| (id, Format::Base32))
+            .map_err(|e| e.to_string());
+    }
+    text.parse()
+        .map(|id| (id, Format::Decimal))
+        .map_err(|e| format!("{e}; or, in base32, 13 characters"))
 }

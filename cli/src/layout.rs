@@ -19,9 +19,17 @@ pub(crate) struct Args {
 
 pub(crate) fn run(args: &Args) -> Result<(), Failed> {
     let now = show::unix_millis(std::time::SystemTime::now());
+    let mut spent = Vec::new();
     for layout in &args.layouts {
-        let epoch = layout.epoch_unix_millis();
         let end = show::unix_millis(layout.exhausted_at());
+        if end <= now {
+            spent.push(format!(
+                "layout {layout} can issue no ID: its timestamps ran out at {}; choose an \
+                 epoch nearer now (epoch_unix_millis=...) or more timestamp bits",
+                show::time(end)
+            ));
+        }
+        let epoch = layout.epoch_unix_millis();
         let unit = layout.unit();
         if args.json {
             let object = serde_json::json!({
@@ -37,27 +45,27 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
                 "ids_per_unit": layout.ids_per_unit(),
                 "ids_per_second": layout.ids_per_second(),
             });
-            println!("{object}");
+            say!("{object}");
             continue;
         }
-        println!("{layout}");
-        println!(
+        say!("{layout}");
+        say!(
             "  fields     {} timestamp, {} worker, {} sequence bits ({:?})",
             layout.timestamp_bits(),
             layout.worker_bits(),
             layout.sequence_bits(),
             layout.field_order()
         );
-        println!(
+        say!(
             "  unit       {unit:?}, from the epoch {}",
             show::time(epoch)
         );
-        println!(
+        say!(
             "  workers    {} (ids 0..={})",
             layout.max_worker() + 1,
             layout.max_worker()
         );
-        println!(
+        say!(
             "  capacity   {} IDs per unit, {} per second, per worker",
             layout.ids_per_unit(),
             layout.ids_per_second()
@@ -70,7 +78,11 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
         } else {
             "already passed: no ID can be issued".to_owned()
         };
-        println!("  ends       {} ({left})", show::time(end));
+        say!("  ends       {} ({left})", show::time(end));
     }
-    Ok(())
+    if spent.is_empty() {
+        Ok(())
+    } else {
+        Err(Failed(Some(spent.join("\nerror: "))))
+    }
 }

@@ -69,7 +69,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failed> {
             namespaces
         }
         Err(LeaseError::NoLeases { .. }) => {
-            println!(
+            say!(
                 "registry   {}\nno lease table here: no generator has leased from this registry \
                  yet (the first one creates it)",
                 show::redacted(&url)
@@ -80,9 +80,9 @@ pub(crate) fn run(args: Args) -> Result<(), Failed> {
     };
     if args.namespaces {
         if args.json {
-            println!("{}", serde_json::json!({ "namespaces": namespaces }));
+            say!("{}", serde_json::json!({ "namespaces": namespaces }));
         } else {
-            namespaces.iter().for_each(|ns| println!("{ns}"));
+            namespaces.iter().for_each(|ns| say!("{ns}"));
         }
         return Ok(());
     }
@@ -127,8 +127,8 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
             .filter(|r| state(r, listing) == wanted)
             .count()
     };
-    println!("registry   {}", show::redacted(url));
-    println!(
+    say!("registry   {}", show::redacted(url));
+    say!(
         "namespace  {namespace}: {} records ({} held, {} expired, {} free, {} void)",
         listing.records.len(),
         count(RecordState::Held),
@@ -136,21 +136,21 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
         count(RecordState::Free),
         count(RecordState::Void),
     );
-    println!(
+    say!(
         "clock      {} by the server (this host reads {})",
         show::time(now),
         show::lead(now, here)
     );
     match listing.marker_unix_millis {
-        Some(0) => println!(
-            "marker     table created by flakegen, no loss since: every record is vouched for"
-        ),
-        Some(marker) => println!(
+        Some(0) => {
+            say!("marker     table created by flakegen, no loss since: every record is vouched for")
+        }
+        Some(marker) => say!(
             "marker     {}: the registry vouches for its records since then (its data began, \
              or a loss was detected); records under an older marker are void",
             show::time(marker)
         ),
-        None => println!(
+        None => say!(
             "marker     none in force: the registry lost its data or its history changed (a \
              TRUNCATE, a restart, a failover, a restore); every record is void, and the next \
              acquisition writes a marker and waits the TTL and the skew after it"
@@ -163,7 +163,7 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
             .iter()
             .filter(|r| r.worker < workers && state(r, listing) != RecordState::Void)
             .count();
-        println!(
+        say!(
             "ids        {workers} in layout {layout}: {} with no record since the marker",
             workers - recorded as u64
         );
@@ -171,10 +171,14 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
     if listing.records.is_empty() {
         return;
     }
-    println!();
-    println!(
+    say!();
+    say!(
         "{:<8} {:<8} {:<26} {:<10} {:<10} holder",
-        "worker", "state", "fence", "ahead", "expires"
+        "worker",
+        "state",
+        "fence",
+        "ahead",
+        "expires"
     );
     for record in &listing.records {
         let state = state(record, listing);
@@ -192,7 +196,7 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
         } else {
             show::lead(now, record.fence_unix_millis)
         };
-        println!(
+        say!(
             "{:<8} {:<8} {:<26} {:<10} {:<10} {}",
             record.worker,
             state.name(),
@@ -236,5 +240,5 @@ fn print_json(url: &str, namespace: &str, listing: &Listing, here: u64, layout: 
         "marker_unix_ms": listing.marker_unix_millis,
         "records": records,
     });
-    println!("{object}");
+    say!("{object}");
 }

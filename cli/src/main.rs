@@ -14,9 +14,22 @@
 //! problem), 2 for a command line clap refuses. Errors go to stderr, each a
 //! line that says what to do.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// Prints a line on stdout, as `println!` does; a reader that went away
+/// (`flakegen new | head -1`) ends the command quietly, as it ends Unix
+/// tools.
+macro_rules! say {
+    () => {
+        $crate::say_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::say_line(format_args!($($arg)*))
+    };
+}
 
 mod check;
 mod ids;
@@ -52,6 +65,17 @@ struct Failed(Option<String>);
 impl<E: std::fmt::Display> From<E> for Failed {
     fn from(e: E) -> Self {
         Failed(Some(e.to_string()))
+    }
+}
+
+fn say_line(line: std::fmt::Arguments<'_>) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = writeln!(stdout, "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
     }
 }
 

@@ -23,6 +23,21 @@ pub(crate) fn unix_millis(time: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// A span of time, roughly: `3.0 min`, `28.4 years`.
+pub(crate) fn duration(millis: u64) -> String {
+    const YEAR: f64 = 31_557_600_000.0;
+    let ms = millis as f64;
+    if ms >= YEAR {
+        format!("{:.1} years", ms / YEAR)
+    } else if ms >= 172_800_000.0 {
+        format!("{:.1} days", ms / 86_400_000.0)
+    } else if ms >= 7_200_000.0 {
+        format!("{:.1} h", ms / 3_600_000.0)
+    } else {
+        format!("{:.1} min", ms / 60_000.0)
+    }
+}
+
 /// `to - from` in ms, signed, for JSON.
 pub(crate) fn lead_millis(from_millis: u64, to_millis: u64) -> i64 {
     let lead = i128::from(to_millis) - i128::from(from_millis);

@@ -95,7 +95,7 @@ fn layout_says_capacity_and_end() {
 fn a_bad_command_line_exits_2_and_every_command_has_help() {
     for args in [
         &[][..],
-        &["decode"],
+        &["decode", "--layout", "nonsense"],
         &["leases"],
         &["new", "--strategy", "fast"],
     ] {
@@ -110,4 +110,116 @@ fn a_bad_command_line_exits_2_and_every_command_has_help() {
         assert!(out.status.success(), "{command} --help");
         assert!(stdout(&out).contains("Usage: flakegen"), "{command}");
     }
+}
+
+/// `flakegen new | head -1`: the reader goes away, and the command ends
+/// quietly, with status 0, as Unix tools do.
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakegen"))
+        .args(["new", "--worker", "4", "--count", "5000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    // The pipe's reader is dropped here, as `head -1` exits.
+    let out = child.wait_with_output().unwrap();
+    assert!(first.contains("worker=4"), "{first}");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("Broken pipe"), "{}", stderr(&out));
+}
+
+/// `flakegen new | flakegen decode`: with no IDs, or `-`, decode reads
+/// stdin, each line's first word; base32 and decimal alike.
+#[test]
+fn decode_reads_stdin_in_either_form() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let made = flakegen(&[
+        "new",
+        "--worker",
+        "6",
+        "--strategy",
+        "mutex",
+        "--format",
+        "base32",
+    ]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let base32 = stdout(&made);
+    assert_eq!(base32.lines().count(), 3);
+    assert!(
+        base32
+            .lines()
+            .all(|l| l.split_whitespace().next().unwrap().len() == 13),
+        "{base32}"
+    );
+    for args in [vec!["decode"], vec!["decode", "-"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_flakegen"))
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{base32}1050118621198921728\n").as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let lines: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert!(
+            lines[..3].iter().all(|l| l.contains("worker=6")),
+            "{lines:?}"
+        );
+        assert!(lines[3].contains("2018-10-10T20:19:24.211Z"), "{lines:?}");
+    }
+    // The same ID in both forms decodes alike.
+    let out = flakegen(&["decode", "0X4P5A9Y9BC00", "1050118621198921728", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let times: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["time"].clone())
+        .collect();
+    assert_eq!(times[0], times[1]);
+}
+
+/// An ID decoded with another layout than it was made with often lands in
+/// the future: said, on stderr, with the likely cause.
+#[test]
+fn a_time_in_the_future_is_warned_of() {
+    let out = flakegen(&["decode", "--layout", "sonyflake", "2126015274351079424"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("ahead of this host's clock"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("--layout"), "{}", stderr(&out));
+    let out = flakegen(&["decode", "1050118621198921728"]);
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+}
+
+/// A layout whose timestamps have run out can issue nothing: exit status 1,
+/// after its description, with what to change.
+#[test]
+fn a_layout_that_can_issue_nothing_fails() {
+    let out = flakegen(&["layout", "timestamp_bits=30"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("already passed"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("can issue no ID"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("epoch"), "{}", stderr(&out));
+    assert!(flakegen(&["layout", "twitter"]).status.success());
 }

@@ -204,10 +204,13 @@ impl Fixture for Map {
     }
 }
 
+/// A storage rule of the kit, by name.
+type Rule = (&'static str, fn(&dyn Fixture));
+
 /// What each storage rule said of the registry: its panic message, or
 /// `None` where it passed.
 fn verdicts(broken: Break) -> Vec<(&'static str, Option<String>)> {
-    let rules: [(&'static str, fn(&dyn Fixture)); 5] = [
+    let rules: [Rule; 5] = [
         (
             "swap_writes_only_at_the_version_it_names",
             flakegen_contract::steps::swap_writes_only_at_the_version_it_names,

@@ -4,9 +4,9 @@
 //! share a layout and a worker id. A lease keeps that promise without trusting
 //! any two clocks to agree. [`Builder::lease`](crate::Builder::lease) takes a
 //! worker id from a [`Registry`](backend::Registry) ([`MemoryRegistry`] for
-//! tests; MySQL, PostgreSQL or Redis behind the `mysql`, `postgres` and
-//! `redis` features) on the terms of a [`Lease`], and keeps it renewed from
-//! a thread of its own.
+//! tests; MySQL, PostgreSQL, Redis or etcd behind the `mysql`, `postgres`,
+//! `redis` and `etcd` features) on the terms of a [`Lease`], and keeps it
+//! renewed from a thread of its own.
 //!
 //! # The contract
 //!
@@ -169,6 +169,15 @@
 //! replica lagged. Two masters that both take writes (a master-master pair
 //! with writes on both sides) give no compare-and-set at all: a registry
 //! that can see them refuses to lease ([`LeaseError::MultiWriter`]).
+//!
+//! A consensus store (etcd) has no such failover: while a majority of its
+//! members stands it forgets nothing it confirmed, so a member or its
+//! leader lost costs a renewal's retry, and no generator refuses (a leader
+//! killed for 5 s under three generators: 0 refusals, the `lease_etcd`
+//! tests). Its one loss is a restore from a snapshot. It keeps no clock,
+//! so its times are its clients' ([`TimeBase::Client`](backend::TimeBase)):
+//! nothing checks a host's clock against the others', and the skew
+//! allowance is what every host must keep to.
 //!
 //! What each registry detects, and what it cannot, is in its own docs.
 //!

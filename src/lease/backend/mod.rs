@@ -75,7 +75,9 @@ mod remote;
 mod tls;
 
 pub use self::error::LeaseError;
-pub(crate) use self::error::{Source, said};
+#[cfg(feature = "etcd")]
+pub(crate) use self::error::Source;
+pub(crate) use self::error::said;
 
 /// How long connecting to a registry, or one request once connected, may
 /// take before it counts as unreachable, measured on the client: 3 s.
