@@ -24,6 +24,57 @@ impl Layout {
             .find(|(_, preset)| preset == self)
             .map(|&(name, _)| name)
     }
+
+    /// The instant a timestamp stands for, as RFC 3339 text in UTC to the
+    /// millisecond: what a person reads in a log line.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::{Layout, Snowflake};
+    ///
+    /// let fields = Layout::TWITTER.decode(Snowflake::from_u64(1_050_118_621_198_921_728))?;
+    /// let time = Layout::TWITTER.rfc3339_of(fields.timestamp);
+    /// assert_eq!(time.to_string(), "2018-10-10T20:19:24.211Z");
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub fn rfc3339_of(&self, timestamp: u64) -> impl fmt::Display + fmt::Debug + use<> {
+        Rfc3339(self.unix_millis_of(timestamp))
+    }
+}
+
+/// Milliseconds since 1970, shown as RFC 3339 in UTC.
+#[derive(Clone, Copy, Debug)]
+struct Rfc3339(u64);
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (days, ms) = (self.0 / 86_400_000, self.0 % 86_400_000);
+        // Days since 1970 to a civil date (Howard Hinnant's algorithm), in
+        // 400-year eras from 0000-03-01.
+        let z = days + 719_468;
+        let era = z / 146_097;
+        let day_of_era = z % 146_097;
+        let year_of_era =
+            (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+        let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+        let month_from_march = (5 * day_of_year + 2) / 153;
+        let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+        let month = if month_from_march < 10 {
+            month_from_march + 3
+        } else {
+            month_from_march - 9
+        };
+        let year = year_of_era + era * 400 + u64::from(month <= 2);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+            ms / 3_600_000,
+            ms / 60_000 % 60,
+            ms / 1_000 % 60,
+            ms % 1_000
+        )
+    }
 }
 
 impl FieldOrder {
@@ -205,6 +256,19 @@ impl std::error::Error for ParseLayoutError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_agrees_with_the_calendar() {
+        for (ms, text) in [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (1_539_202_764_211, "2018-10-10T20:19:24.211Z"),
+            (4_107_542_399_999, "2100-02-28T23:59:59.999Z"),
+            (4_107_542_400_000, "2100-03-01T00:00:00.000Z"),
+        ] {
+            assert_eq!(Rfc3339(ms).to_string(), text, "{ms}");
+        }
+    }
 
     #[test]
     fn every_preset_and_custom_layout_reads_back_as_itself() {

@@ -68,8 +68,12 @@ pub fn steal_time() -> Option<Duration> {
 
 /// Where Criterion keeps its results.
 pub(crate) fn criterion_dir() -> PathBuf {
-    let target =
-        std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| PathBuf::from("target"), PathBuf::from);
+    // Benchmarks run in their member's directory: the workspace's target
+    // is one up.
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"),
+        PathBuf::from,
+    );
     target.join("criterion")
 }
 

@@ -22,7 +22,7 @@ pub const DEFAULT_SKEW: Duration = Duration::from_secs(2);
 /// machine: each must be confirmed within two thirds of the TTL, and it is a
 /// round trip to the registry made by a thread that can wake late.
 ///
-/// Measured with `examples/lease_floor.rs` on a 2-core VM, registries on
+/// Measured with `integration/examples/lease_floor.rs` on a 2-core VM, registries on
 /// loopback, 2000 renewals with 4 threads spinning: the worst renewal took
 /// 16 ms (PostgreSQL) and 4 ms (Redis), the worst wake-up 8 ms, which calls
 /// for 53 ms and 28 ms with half again to spare. 100 ms leaves room for that

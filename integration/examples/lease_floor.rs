@@ -10,7 +10,7 @@
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
-//! cargo run --release --features postgres,redis --example lease_floor -- "$FLAKEGEN_TEST_REDIS_URL"
+//! cargo run -p flakegen-integration --release --example lease_floor -- "$FLAKEGEN_TEST_REDIS_URL"
 //! ```
 
 use std::process::ExitCode;

@@ -4,9 +4,9 @@
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
-//! cargo run --release --features mysql --example lease -- "$FLAKEGEN_TEST_MYSQL_URL"
-//! cargo run --release --features postgres,redis --example lease -- "$FLAKEGEN_TEST_REDIS_URL"
-//! cargo run --release --features postgres,redis --example lease -- "$FLAKEGEN_TEST_POSTGRES_URL"
+//! cargo run -p flakegen-integration --release --example lease -- "$FLAKEGEN_TEST_MYSQL_URL"
+//! cargo run -p flakegen-integration --release --example lease -- "$FLAKEGEN_TEST_REDIS_URL"
+//! cargo run -p flakegen-integration --release --example lease -- "$FLAKEGEN_TEST_POSTGRES_URL"
 //! ```
 //!
 //! Let `--duration-ms` run out and it releases its id: a third one started
