@@ -299,7 +299,7 @@ fn cases() -> Vec<Case> {
     );
     case(
         "a registry URL of no known scheme",
-        err(lease::connect("etcd://app@db/app")),
+        err(lease::connect("zookeeper://app@db/app")),
         |e| matches!(e, Error::Lease(LeaseError::UnsupportedUrl { .. })),
         "use postgres://, mysql://",
     );
