@@ -90,7 +90,9 @@ mod helper {
     pub(crate) const SKEW_MS: u64 = 500;
     /// Against etcd: a TTL longer than an election (about a second after a
     /// leader dies), so that a member lost, the leader too, costs nothing.
+    #[cfg(feature = "etcd")]
     pub(crate) const ETCD_TTL_MS: u64 = 3_000;
+    #[cfg(feature = "etcd")]
     pub(crate) const ETCD_SKEW_MS: u64 = 1_000;
 
     /// The system clock, shifted: a host whose clock is wrong.
@@ -432,6 +434,7 @@ mod faults {
 
     /// The targets whose features are on, by name.
     fn targets() -> Vec<(&'static str, MakeTarget)> {
+        #[cfg_attr(not(feature = "etcd"), expect(unused_mut))]
         let mut all: Vec<(&'static str, MakeTarget)> = ALL
             .iter()
             .map(|&backend| {
@@ -1153,6 +1156,8 @@ mod faults {
                 });
                 continue;
             }
+            // One arm only where etcd is not built in.
+            #[cfg_attr(not(feature = "etcd"), expect(clippy::infallible_destructuring_match))]
             let pair = match &scenario.target {
                 Target::Pair(pair) => pair,
                 #[cfg(feature = "etcd")]

@@ -7,11 +7,11 @@ mod common;
 
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 use flakegen::lease::LeaseError;
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 use flakegen::lease::backend::{Expect, NewRecord, Registry};
 
 /// `url` with its user name, password and database replaced.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 fn as_user(url: &str, userinfo: &str, database: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap();
     let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
@@ -36,7 +36,7 @@ fn refused_with_the_ddl(registry: &dyn Registry, server_says: &str, ddl: &str) {
 }
 
 /// Every storage step, so each path to the server is asked once.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
     let write = NewRecord {
         holder: "h",
