@@ -15,7 +15,9 @@
 //!   as under a hypervisor whose clock the vDSO cannot read.
 //! - `hypervisor`: the same with a clock that costs 0.5, 1.1 or 3.2 µs per
 //!   read (the article's range, spun out on any machine), on 1, 2 and 4
-//!   threads: `hypervisor/<strategy>/<cost>/<threads>`.
+//!   threads: `hypervisor/<strategy>/<cost>/<threads>`; and with
+//!   [`TscClock`] (`hypervisor/<strategy>/tsc/<threads>`), which reads no
+//!   OS clock at all.
 //! - `contended`: the same with the system clock while other threads spin on
 //!   unrelated work: `contended/<strategy>/<callers>+<busy threads>`.
 //! - `mechanism`: a 22-bit sequence, so the clock never limits: the cost of the
@@ -46,7 +48,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
-use flakegen::clock::SyscallClock;
+use flakegen::clock::{SyscallClock, TscClock};
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, MemoryRegistry};
 use flakegen::{
     Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
@@ -222,6 +224,13 @@ fn no_vdso(c: &mut Criterion) {
 
 fn hypervisor(c: &mut Criterion) {
     let mut group = c.benchmark_group("hypervisor");
+    // The counter clock beside the dear ones: where the vDSO cannot read
+    // the clock but the guest may read an invariant TSC, it costs this.
+    strategies(
+        &mut group,
+        "tsc",
+        Builder::new().worker(1).clock(TscClock::new()),
+    );
     for (cost, label) in HYPERVISOR_COSTS {
         strategies(
             &mut group,
@@ -428,6 +437,7 @@ fn clocks(c: &mut Criterion) {
         b.iter(support::peer::std_unix_nanos)
     });
     read(&mut group, "system", SystemClock);
+    read(&mut group, "tsc", TscClock::new());
     read(&mut group, "coarse", CoarseClock);
     read(&mut group, "monotonic", MonotonicClock::new());
     read(&mut group, "syscall", SyscallClock);

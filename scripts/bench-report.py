@@ -55,7 +55,7 @@ def chart(found, out):
     import matplotlib.pyplot as plt
 
     # Each clock: its measured cost per read, and the group that saturates with it.
-    clocks = [("system", "clock_bound"), ("syscall", "no_vdso"),
+    clocks = [("tsc", "hypervisor"), ("system", "clock_bound"), ("syscall", "no_vdso"),
               ("0.5us", "hypervisor"), ("1.1us", "hypervisor"), ("3.2us", "hypervisor")]
     costs = [need(found, f"clocks/read/{clock}/1") for clock, _ in clocks]
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)

@@ -138,8 +138,11 @@
 //! # Clocks
 //!
 //! Generators are generic over a [`Clock`]: [`SystemClock`] (the default),
-//! [`CoarseClock`], [`MonotonicClock`], [`clock::SyscallClock`] (reproduces the cost of
-//! clock reads under a hypervisor) and [`ManualClock`] for tests.
+//! [`clock::TscClock`] (the CPU's counter, kept on the system's time: below
+//! the OS clock's cost, and far below it where the kernel cannot read the
+//! clock without a system call), [`CoarseClock`], [`MonotonicClock`],
+//! [`clock::SyscallClock`] (reproduces the cost of clock reads under a
+//! hypervisor) and [`ManualClock`] for tests.
 //!
 //! # Errors
 //!

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
+use flakegen::clock::TscClock;
 use flakegen::{Builder, Clock, IdGenerator, Layout, SystemClock};
 
 use super::environment;
@@ -23,14 +24,14 @@ use super::peer::{ClockCas, PeerClock, std_unix_nanos};
 /// One contender: a name and a loop that takes `n` IDs (or clock reads).
 type Contender<'a> = (String, Box<dyn Fn(u64) + 'a>);
 
-/// `<name>/system`: `n` IDs from `generator`, one call each.
+/// `<name>`: `n` IDs from `generator`, one call each.
 fn strategy<'a, G: IdGenerator>(name: &str, generator: &'a G) -> Contender<'a> {
     let take = move |n| {
         for _ in 0..n {
             black_box(generator.next_id().unwrap());
         }
     };
-    (format!("{name}/system"), Box::new(take))
+    (name.to_owned(), Box::new(take))
 }
 
 /// The median of `values` (which it sorts).
@@ -71,6 +72,8 @@ pub(crate) fn report(quick: bool, wide: Layout) {
     // adds a call that the peers' inlined loop does not pay.
     let builder = Builder::new().layout(wide);
     let atomic = builder.clone().worker(1).build_atomic().unwrap();
+    let tsc = TscClock::new();
+    let atomic_tsc = builder.clone().worker(5).clock(tsc).build_atomic().unwrap();
     let mutex = builder.clone().worker(2).build_mutex().unwrap();
     let ticker = builder.clone().worker(3).build_ticker().unwrap();
     // The process-wide generator behind `flakegen::next_id`: an atomic one
@@ -93,6 +96,14 @@ pub(crate) fn report(quick: bool, wide: Layout) {
             Box::new(|n| {
                 for _ in 0..n {
                     black_box(SystemClock.unix_nanos());
+                }
+            }),
+        ),
+        (
+            "clock/tsc".into(),
+            Box::new(|n| {
+                for _ in 0..n {
+                    black_box(tsc.unix_nanos());
                 }
             }),
         ),
@@ -125,9 +136,10 @@ pub(crate) fn report(quick: bool, wide: Layout) {
             Box::new(move |n| clock.take(peer, n)),
         ));
     }
-    contenders.push(strategy("atomic", &atomic));
-    contenders.push(strategy("mutex", &mutex));
-    contenders.push(strategy("ticker", &ticker));
+    contenders.push(strategy("atomic/system", &atomic));
+    contenders.push(strategy("atomic/tsc", &atomic_tsc));
+    contenders.push(strategy("mutex/system", &mutex));
+    contenders.push(strategy("ticker/system", &ticker));
     contenders.push((
         "flakegen::next_id/system".into(),
         Box::new(|n| {
@@ -139,6 +151,7 @@ pub(crate) fn report(quick: bool, wide: Layout) {
     let ns = rounds(&contenders, calls, round_count);
     let position = |name: &str| contenders.iter().position(|c| c.0 == name).unwrap();
     let (peer_at, clock_at) = (position("peer_clock_cas/system"), position("clock/system"));
+    println!("\nTscClock reads {}", tsc.source());
     println!(
         "\nfloor: one thread, 22-bit sequence (no cap in reach), {round_count} interleaved \
          rounds of {calls} calls; medians"

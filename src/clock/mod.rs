@@ -6,11 +6,13 @@ mod manual;
 mod monotonic;
 mod os;
 mod system;
+mod tsc;
 pub(crate) mod units;
 
 pub use self::manual::ManualClock;
 pub use self::monotonic::MonotonicClock;
 pub use self::system::{CoarseClock, SyscallClock, SystemClock};
+pub use self::tsc::{Fallback, TimeSource, TscClock};
 
 pub(crate) use self::os::{at_exit, tighten_timer_slack};
 

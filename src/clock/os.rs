@@ -142,3 +142,58 @@ mod imp {
     /// expires after its TTL instead.
     pub(crate) fn at_exit(_f: extern "C" fn()) {}
 }
+
+/// Whether the CPU's time-stamp counter can stand for time: the CPU says
+/// its TSC is invariant (it ticks at one rate in every power state, on
+/// every core) and, on Linux, the kernel has not found it unstable (it
+/// lists `tsc` among its clock sources).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn tsc_is_invariant() -> bool {
+    use core::arch::x86_64::__cpuid;
+
+    // CPUID (safe to call on every x86_64 CPU) leaf 0x8000_0000 gives the
+    // highest extended leaf; EDX bit 8 of leaf 0x8000_0007 is "invariant TSC".
+    if __cpuid(0x8000_0000).eax < 0x8000_0007 {
+        return false;
+    }
+    let invariant = __cpuid(0x8000_0007).edx & (1 << 8) != 0;
+    if !invariant {
+        return false;
+    }
+    if cfg!(target_os = "linux") {
+        let sources = std::fs::read_to_string(
+            "/sys/devices/system/clocksource/clocksource0/available_clocksource",
+        )
+        .unwrap_or_default();
+        return sources.split_whitespace().any(|s| s == "tsc");
+    }
+    true
+}
+
+/// The time-stamp counter, read after every load before it (an `lfence`
+/// first, as the kernel's `rdtsc_ordered` does): ticks at a constant rate
+/// where [`tsc_is_invariant`].
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub(crate) fn read_tsc_ordered() -> u64 {
+    use core::arch::x86_64::{_mm_lfence, _rdtsc};
+    // SAFETY: LFENCE (SSE2, part of x86_64) and RDTSC are available on
+    // every x86_64 CPU; they order loads and read a counter, writing no
+    // memory. User space may read the counter unless the kernel forbids it
+    // (then it traps, as it would for any program).
+    unsafe {
+        _mm_lfence();
+        _rdtsc()
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn tsc_is_invariant() -> bool {
+    false
+}
+
+/// Never called where there is no TSC ([`tsc_is_invariant`] is `false`).
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn read_tsc_ordered() -> u64 {
+    0
+}
