@@ -19,7 +19,8 @@
 //!
 //! # Examples
 //!
-//! ```
+//! ```standalone_crate
+//! # // A process of its own: the process's generator is set up once.
 //! use flakegen::{Builder, global};
 //!
 //! // Once, at start-up (or set FLAKEGEN_WORKER_ID and skip this):
