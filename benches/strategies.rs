@@ -24,10 +24,13 @@
 //!   synchronisation itself, beside bare baselines in the same group; the
 //!   `_leased` variants hold a worker-id lease (from a registry in memory), so
 //!   every call also checks the lease's fence. `peer_clock_cas` is the peers'
-//!   shape (a clock read and a CAS loop), written in the bench.
+//!   shape (a clock read and a CAS loop), written in the bench. Each
+//!   strategy on `system` and on `tsc` ([`TscClock`]).
 //!   With `--features tokio`, `async/<strategy>/1` is `next_id_async` awaited
 //!   on a current-thread runtime.
 //! - `clocks`: one read of each clock.
+//! - `text`: an ID to text and back, base32 and decimal, beside ferroid's
+//!   base32: `text/<encode|decode>/<form>/1`.
 //!
 //! After Criterion, two side reports: IDs per second and CPU cores busy per
 //! strategy in the clock-bound regime (`target/criterion/cpu_per_wall.json`),
@@ -371,6 +374,7 @@ fn mechanism(c: &mut Criterion) {
     }
     let builder = Builder::new().worker(1).layout(WIDE);
     strategies(&mut group, "system", builder.clone());
+    strategies(&mut group, "tsc", builder.clone().clock(TscClock::new()));
     #[cfg(feature = "tokio")]
     {
         bench_async(
@@ -449,6 +453,55 @@ fn clocks(c: &mut Criterion) {
     for (cost, label) in HYPERVISOR_COSTS {
         read(&mut group, label, CostlyClock::new(cost));
     }
+    group.finish();
+}
+
+/// An ID to text and back: base32 against decimal, and against ferroid's
+/// base32 (the same Crockford alphabet at the same 13 characters; its
+/// `encode().as_str()` and `decode`, as its own benchmarks time them).
+fn text(c: &mut Criterion) {
+    use ferroid::base32::Base32SnowExt;
+    use ferroid::id::SnowflakeTwitterId;
+    use std::fmt::Write;
+
+    let mut group = c.benchmark_group("text");
+    let id = Snowflake::from_u64(1_050_118_621_198_921_728);
+    let peer = SnowflakeTwitterId::from_raw(id.as_u64());
+    assert_eq!(peer.encode().as_str(), id.to_base32().as_str());
+    // Each encoding ends in a `&str`, as a caller uses it.
+    group.bench_function(BenchmarkId::new("encode/base32", 1), |b| {
+        b.iter(|| {
+            let text = black_box(id).to_base32();
+            black_box(text.as_str()).len()
+        })
+    });
+    group.bench_function(BenchmarkId::new("encode/decimal", 1), |b| {
+        // Into a String kept between calls: formatting, not allocation.
+        let mut text = String::with_capacity(20);
+        b.iter(|| {
+            text.clear();
+            write!(text, "{}", black_box(id)).unwrap();
+            black_box(text.as_str()).len()
+        })
+    });
+    group.bench_function(BenchmarkId::new("encode/ferroid_base32", 1), |b| {
+        b.iter(|| {
+            let text = black_box(peer).encode();
+            black_box(text.as_str()).len()
+        })
+    });
+    // Each decoding from a `&str`, as text arrives.
+    let (base32, decimal) = (id.to_base32().to_string(), id.to_string());
+    let peer_text = peer.encode().as_str().to_owned();
+    group.bench_function(BenchmarkId::new("decode/base32", 1), |b| {
+        b.iter(|| Snowflake::from_base32(black_box(base32.as_str())).unwrap())
+    });
+    group.bench_function(BenchmarkId::new("decode/decimal", 1), |b| {
+        b.iter(|| black_box(decimal.as_str()).parse::<Snowflake>().unwrap())
+    });
+    group.bench_function(BenchmarkId::new("decode/ferroid_base32", 1), |b| {
+        b.iter(|| SnowflakeTwitterId::decode(black_box(peer_text.as_str())).unwrap())
+    });
     group.finish();
 }
 
@@ -570,6 +623,7 @@ fn main() {
     contended(&mut c);
     mechanism(&mut c);
     clocks(&mut c);
+    text(&mut c);
     c.final_summary();
     // `cargo bench -- <filter>` runs the Criterion groups it names; the side
     // reports run on a whole-suite run, or alone as `-- floor`,

@@ -53,11 +53,18 @@ const DECODE: [u8; 256] = {
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Base32([u8; WIDTH]);
 
+// `Base32::as_str` relies on it.
+const _: () = assert!(ALPHABET.is_ascii());
+
 impl Base32 {
     /// The text.
+    #[inline]
+    #[allow(unsafe_code)]
     pub fn as_str(&self) -> &str {
-        // Every byte is from the alphabet: ASCII.
-        core::str::from_utf8(&self.0).expect("base32 is ASCII")
+        // SAFETY: a `Base32` is made only by `Snowflake::to_base32`, which
+        // writes every byte from `ALPHABET`, asserted ASCII above; ASCII is
+        // UTF-8. (Checking it again cost 5 ns, twice the encoding.)
+        unsafe { core::str::from_utf8_unchecked(&self.0) }
     }
 }
 

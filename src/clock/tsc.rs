@@ -19,10 +19,21 @@
 //! - a new line starts at or above the old one's value at that tick (a
 //!   correction moves the clock forward, never back);
 //! - each line rises: its rate is positive;
-//! - a line is published only once the one it replaces has begun, so any two
-//!   pairs a reader can see agree on every tick after the older pair was
-//!   published; and a reader reads the counter (after an `lfence`, as the
-//!   kernel does) while its pair is current, which the sequence number checks.
+//! - a line is published only [`GAP`] after the one it replaces began, and
+//!   begins `GAP` after its publication, so the two pairs a reader can see
+//!   around a publication agree on every tick within `GAP` of it; a reader
+//!   reads the counter while its pair is current, which the sequence number
+//!   checks, give or take how far the CPU reads the counter ahead of the
+//!   loads around it (up to 1.2 µs measured here), far inside `GAP`.
+//!
+//! The counter is read without an `lfence` (the vDSO fences it): the fence
+//! would cost 6 ns of the 9.6 a read takes here. So the CPU may read the
+//! counter before a load ahead of it has landed. Within one thread reads
+//! come out in program order (0 decreases in 5·10⁸ reads here), but a read
+//! made just after taking another thread's reading through an atomic may
+//! come out up to about a microsecond below it (1.2 µs at worst here, with
+//! the two threads hammering one cache line). Generators do not mind: each
+//! keeps a logical clock that never goes back.
 //!
 //! Each line runs slow by [`TRAIL`] (0.2 %), twice what NTP may slew the
 //! system clock (0.05 % either way), so between refreshes the clock falls
@@ -128,12 +139,17 @@ impl std::fmt::Display for TimeSource {
 ///
 /// - **Behind, never ahead**: it trails the system clock by at most 0.2 %
 ///   of the time since the thread last ran (22 µs when it runs on time).
-/// - **Never back**: every reading, on any thread, is at or after the one
-///   before it. A step of the system clock forward is followed within
-///   10 ms. A step back is not: the clock keeps its time and runs 1 % slow
-///   until the system's time catches up (100 s for a 1 s step), reading
-///   ahead of the system's meanwhile. Generators on [`SystemClock`](super::SystemClock)
-///   wait out such a step; on this clock they keep issuing.
+/// - **Never steps back**: corrections move it forward only. A step of the
+///   system clock forward is followed within 10 ms. A step back is not:
+///   the clock keeps its time and runs 1 % slow until the system's time
+///   catches up (100 s for a 1 s step), reading ahead of the system's
+///   meanwhile. Generators on [`SystemClock`](super::SystemClock) wait out
+///   such a step; on this clock they keep issuing.
+/// - **Unfenced**: the CPU may read the counter ahead of loads still in
+///   flight, so a read just after taking another thread's reading may come
+///   out up to about a microsecond below it. Generators keep their own
+///   logical clock and never mind; code that compares readings across
+///   threads to the nanosecond should.
 /// - **Where the counter cannot be trusted** (no invariant TSC, a kernel
 ///   that found it unstable, other CPUs), it reads the system clock, and
 ///   [`source`](Self::source) says so and why.
@@ -142,19 +158,21 @@ impl std::fmt::Display for TimeSource {
 ///
 /// # When to use it
 ///
-/// Where the kernel's clock source is not the TSC (some hypervisors' are
-/// not, and then every [`SystemClock`](super::SystemClock) read is a system
-/// call) but the counter is still invariant and listed by the kernel, it
-/// saves most of a clock read: on this project's 2-core EPYC VM a system
-/// call read costs 159 ns and this clock 18.5 ns. On a machine whose vDSO
-/// reads the TSC itself it saves little: 18.3–18.6 ns against 21.4–21.8 for
-/// `SystemClock`, and 23.2–23.5 against 26.4–26.7 ns per ID from an
-/// [`AtomicGenerator`](crate::AtomicGenerator) (`cargo bench -- floor`,
-/// two runs), most of what is left being the `lfence` that keeps the
-/// counter's reads in order (6 ns on this AMD CPU). That is why it is not
-/// the default: 3 ns per ID does not pay for a thread in every process, a
-/// 5 ms start, and a clock that reads ahead of the system's after a step
-/// back.
+/// Wherever IDs are taken hot. On this project's 2-core AMD EPYC VM
+/// (`cargo bench -- floor`, two runs of 41 interleaved rounds) a read costs
+/// 9.4–9.5 ns against 21.9 for `SystemClock`, and an ID from an
+/// [`AtomicGenerator`](crate::AtomicGenerator) 9.5 ns against 26.8 (0.35×):
+/// the counter read overlaps the generator's own work, where the vDSO's
+/// fenced read cannot. Where the kernel's clock source is not the TSC but
+/// the counter is still invariant and listed (some hypervisors), it saves a
+/// system call: 159 ns per read here.
+///
+/// It is not the default, because it is a different clock from the rest of
+/// the machine's: a thread in every process, a 5 ms start, a time up to
+/// 22 µs behind the system's and, after the system clock steps back, ahead
+/// of it for up to 100 s per second of the step, where logs, other hosts
+/// and a lease registry's skew check read the system's time. Opt in with
+/// one line, as below.
 ///
 /// # Examples
 ///
@@ -167,9 +185,9 @@ impl std::fmt::Display for TimeSource {
 /// let (tsc, system) = (clock.unix_nanos(), SystemClock.unix_nanos());
 /// assert!(tsc.abs_diff(system) < 1_000_000_000);
 ///
-/// let generator = Builder::new().worker(7).clock(clock).build_atomic()?;
+/// let generator = Builder::new().worker(12).clock(clock).build_atomic()?;
 /// let id = generator.next_id()?;
-/// assert_eq!(generator.layout().decode(id)?.worker, 7);
+/// assert_eq!(generator.layout().decode(id)?.worker, 12);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
@@ -266,7 +284,7 @@ impl Lines {
             let before = self.sequence.load(Ordering::Acquire);
             let current = load(&self.current);
             let next = load(&self.next);
-            let tick = os::read_tsc_ordered();
+            let tick = os::read_tsc();
             fence(Ordering::Acquire);
             if before & 1 == 0 && self.sequence.load(Ordering::Relaxed) == before {
                 return if tick < next.start {
@@ -335,10 +353,12 @@ impl Steering {
     /// Takes a (tick, system time) pair and draws the next line, returning
     /// `true` if there is a new pair of lines to publish.
     fn refresh(&mut self, tick: u64, system: u64) -> bool {
-        // The line drawn last has not begun (the thread ran early, or the
-        // counter went back): publishing now could let a reader see a
-        // line before its start.
-        if tick < self.next.start || tick <= self.last.0 {
+        // The line drawn last began less than a gap ago (the thread ran
+        // early, or the counter went back): publishing now could let a
+        // reader see a line before its start.
+        let rate = self.rate();
+        let gap = (GAP as f64 / rate) as u64;
+        if tick < self.next.start.saturating_add(gap) || tick <= self.last.0 {
             return false;
         }
         let ticks = tick - self.last.0;
