@@ -290,23 +290,34 @@ impl EtcdRegistry {
     }
 
     /// What the members that answer at once say, if none knows a leader.
+    /// All are asked at once, each for at most [`PROBE_TIME`], so that the
+    /// question adds one `PROBE_TIME` to the call's timeout however many
+    /// members are gone.
+    ///
+    /// [`PROBE_TIME`]: super::probe::PROBE_TIME
     fn leaderless(&self) -> Option<super::Source> {
-        let asked = self.remote.probe(super::probe::PROBE_TIME * 3, async {
-            let mut answered = 0;
+        use super::probe::PROBE_TIME;
+        let asked = self.remote.probe(PROBE_TIME + PROBE_TIME / 4, async {
+            let mut members = tokio::task::JoinSet::new();
             for endpoint in &self.endpoints {
-                let status = async {
-                    let mut member = Gateway::connect(endpoint, self.tls.as_ref()).await?;
+                let (endpoint, tls) = (endpoint.clone(), self.tls.clone());
+                members.spawn(tokio::time::timeout(PROBE_TIME, async move {
+                    let mut member = Gateway::connect(&endpoint, tls.as_ref()).await?;
                     member.call("/v3/maintenance/status", &json!({})).await
-                };
-                let within = tokio::time::timeout(super::probe::PROBE_TIME, status).await;
-                if let Ok(Ok(status)) = within {
+                }));
+            }
+            let mut answered = 0;
+            while let Some(joined) = members.join_next().await {
+                if let Ok(Ok(Ok(status))) = joined {
                     if number(&status["leader"]).unwrap_or(0) != 0 {
                         return None;
                     }
                     answered += 1;
                 }
             }
-            Some(answered)
+            // None answering is a cluster out of reach, not one without a
+            // leader.
+            (answered > 0).then_some(answered)
         });
         let answered = asked.flatten()?;
         Some(said(format!(
