@@ -993,9 +993,11 @@ mod faults {
 
     /// How long the healing helpers were refused after each fault of the
     /// registry: from a helper's first refusal within the fault and the
-    /// TTL and skew after it, to its next ID. A fault that another
-    /// followed within that window, and helpers paused or killed in it, are
-    /// left out. On etcd, a member lost, the leader too, must cost none.
+    /// TTL and skew after it, to its next ID. A fault whose window another
+    /// fault's reaches (its own window and the heal after it: a heal still
+    /// under way is not this fault's cost), and helpers paused or killed in
+    /// it, are left out. On etcd, a member lost, the leader too, must cost
+    /// none.
     fn refusals(
         target: &Target,
         helpers: &[Helper],
@@ -1005,11 +1007,15 @@ mod faults {
     ) {
         let (ttl, skew) = target.terms();
         let after = u128::from(ttl + skew) * 1_000_000;
+        let reach = target.heal_bound().as_nanos();
         let mut longest: std::collections::BTreeMap<&str, (u32, u32, u128)> = Default::default();
         for fault in faults.iter().filter(|f| f.helper.is_none()) {
             let window = fault.start_ns..=(fault.end_ns + after).min(ended_ns);
             let disturbed = faults.iter().any(|f| {
-                !std::ptr::eq(f, fault) && f.helper.is_none() && window.contains(&f.start_ns)
+                !std::ptr::eq(f, fault)
+                    && f.helper.is_none()
+                    && f.start_ns <= *window.end()
+                    && f.end_ns + reach >= *window.start()
             });
             if disturbed {
                 continue;
