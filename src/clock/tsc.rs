@@ -13,8 +13,8 @@
 //! rising at a fixed rate. Every refresh the thread draws the next line, to
 //! begin a little later ([`GAP`]) at the system's time then, and
 //! publishes it beside the current one. A reader takes the current line below
-//! the next one's start and the next one from it on. Three rules keep every
-//! reading at or after the one before it, on every thread:
+//! the next one's start and the next one from it on. Three rules keep the
+//! clock from ever stepping back:
 //!
 //! - a new line starts at or above the old one's value at that tick (a
 //!   correction moves the clock forward, never back);
@@ -38,10 +38,10 @@
 //! Each line runs slow by [`TRAIL`] (0.2 %), twice what NTP may slew the
 //! system clock (0.05 % either way), so between refreshes the clock falls
 //! behind the system's by at most 0.2 % of the time since the last one
-//! (22 µs at the 10 ms refresh, with the gap) and is never ahead. The rate is the median of the last
-//! five refresh windows: a step of the system clock is one odd window and
-//! leaves it alone; a counter whose rate really changed (a migration to
-//! another host) is followed after three.
+//! (22 µs at the 10 ms refresh, with the gap) and is never ahead. The rate
+//! is the median of the last five refresh windows: a step of the system
+//! clock is one odd window and leaves it alone; a counter whose rate really
+//! changed (a migration to another host) is followed after three.
 //!
 //! A step of the system clock *forward* is followed at the next refresh. A
 //! step *back* is not: the clock would go back. It keeps its time and runs
@@ -129,7 +129,7 @@ impl std::fmt::Display for TimeSource {
 }
 
 /// A wall clock from the CPU's time-stamp counter: the system's time at a
-/// fraction of a system clock read's cost, never going back within a process.
+/// fraction of a system clock read's cost, never stepping back.
 ///
 /// Reads the counter inline and scales it (see the module source for the
 /// rules), where [`SystemClock`](super::SystemClock) calls into the vDSO,
@@ -145,6 +145,12 @@ impl std::fmt::Display for TimeSource {
 ///   catches up (100 s for a 1 s step), reading ahead of the system's
 ///   meanwhile. Generators on [`SystemClock`](super::SystemClock) wait out
 ///   such a step; on this clock they keep issuing.
+/// - **A thread keeps it on time**: while the refresher is held off (a
+///   machine too busy to run it), the clock falls behind by 0.2 % of the
+///   time it is away. A process forked after the clock started has no
+///   refresher at all, and its clock falls 7 s behind an hour: in forked
+///   children, use [`SystemClock`](super::SystemClock), or first read this
+///   clock after the fork.
 /// - **Unfenced**: the CPU may read the counter ahead of loads still in
 ///   flight, so a read just after taking another thread's reading may come
 ///   out up to about a microsecond below it. Generators keep their own
@@ -245,65 +251,85 @@ impl Line {
     }
 }
 
-/// The two lines readers choose from, behind a sequence number: odd while
-/// the one writer (the refresher) changes them. Readers never wait on a
-/// lock; one that overlaps a write (tens of ns every 10 ms) reads again.
+/// What readers see: the current line, and the next from its start on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Pair {
+    current: Line,
+    next: Line,
+}
+
+impl Pair {
+    #[inline]
+    fn at(&self, tick: u64) -> u64 {
+        if tick < self.next.start {
+            self.current.at(tick)
+        } else {
+            self.next.at(tick)
+        }
+    }
+}
+
+/// The pair readers read, behind a sequence number: odd while the one
+/// writer (the refresher) changes it. Readers never wait on a lock; one
+/// that overlaps a write (tens of ns every 10 ms) reads again.
 ///
 /// std's atomics rather than `crate::sync`'s: a static needs their `const`
 /// constructors, and loom's models cover the generators, not this clock.
 struct Lines {
     sequence: AtomicU64,
-    current: [AtomicU64; 3],
-    next: [AtomicU64; 3],
+    /// `current`, then `next`: start, base and slope each.
+    words: [AtomicU64; 6],
 }
 
 static LINES: Lines = Lines {
     sequence: AtomicU64::new(0),
-    current: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
-    next: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+    words: [const { AtomicU64::new(0) }; 6],
 };
-
-fn load(line: &[AtomicU64; 3]) -> Line {
-    Line {
-        start: line[0].load(Ordering::Relaxed),
-        base: line[1].load(Ordering::Relaxed),
-        slope: line[2].load(Ordering::Relaxed),
-    }
-}
-
-fn store(into: &[AtomicU64; 3], line: Line) {
-    into[0].store(line.start, Ordering::Relaxed);
-    into[1].store(line.base, Ordering::Relaxed);
-    into[2].store(line.slope, Ordering::Relaxed);
-}
 
 impl Lines {
     #[inline]
     fn read(&self) -> u64 {
         loop {
             let before = self.sequence.load(Ordering::Acquire);
-            let current = load(&self.current);
-            let next = load(&self.next);
+            let [a, b, c, d, e, f] = self.words.each_ref().map(|w| w.load(Ordering::Relaxed));
             let tick = os::read_tsc();
             fence(Ordering::Acquire);
             if before & 1 == 0 && self.sequence.load(Ordering::Relaxed) == before {
-                return if tick < next.start {
-                    current.at(tick)
-                } else {
-                    next.at(tick)
+                let pair = Pair {
+                    current: Line {
+                        start: a,
+                        base: b,
+                        slope: c,
+                    },
+                    next: Line {
+                        start: d,
+                        base: e,
+                        slope: f,
+                    },
                 };
+                return pair.at(tick);
             }
             std::hint::spin_loop();
         }
     }
 
     /// Only the refresher writes, so writes never overlap.
-    fn publish(&self, current: Line, next: Line) {
+    fn publish(&self, pair: Pair) {
+        let Pair { current, next } = pair;
+        let words = [
+            current.start,
+            current.base,
+            current.slope,
+            next.start,
+            next.base,
+            next.slope,
+        ];
         let sequence = self.sequence.load(Ordering::Relaxed);
         self.sequence.store(sequence + 1, Ordering::Relaxed);
         fence(Ordering::Release);
-        store(&self.current, current);
-        store(&self.next, next);
+        for (word, value) in self.words.iter().zip(words) {
+            word.store(value, Ordering::Relaxed);
+        }
         self.sequence.store(sequence + 2, Ordering::Release);
     }
 }
@@ -316,8 +342,8 @@ struct Steering {
     newest: usize,
     /// The last (tick, system time) pair it refreshed at.
     last: (u64, u64),
-    current: Line,
-    next: Line,
+    /// The lines it drew last.
+    pair: Pair,
 }
 
 impl Steering {
@@ -339,8 +365,10 @@ impl Steering {
             windows: [rate; WINDOWS],
             newest: 0,
             last: second,
-            current: line,
-            next: line,
+            pair: Pair {
+                current: line,
+                next: line,
+            },
         })
     }
 
@@ -356,9 +384,9 @@ impl Steering {
         // The line drawn last began less than a gap ago (the thread ran
         // early, or the counter went back): publishing now could let a
         // reader see a line before its start.
-        let rate = self.rate();
-        let gap = (GAP as f64 / rate) as u64;
-        if tick < self.next.start.saturating_add(gap) || tick <= self.last.0 {
+        if tick < self.pair.next.start.saturating_add(ticks_in(GAP, self.rate()))
+            || tick <= self.last.0
+        {
             return false;
         }
         let ticks = tick - self.last.0;
@@ -368,7 +396,7 @@ impl Steering {
         }
         self.last = (tick, system);
         let rate = self.rate();
-        let start = tick.saturating_add((GAP as f64 / rate) as u64);
+        let start = tick.saturating_add(ticks_in(GAP, rate));
         // The system's time at `start`, extended from now along the slow
         // slope: the gap, too, must not carry the clock past the system's.
         let trailing = slope(rate, TRAIL);
@@ -378,7 +406,7 @@ impl Steering {
             slope: trailing,
         }
         .at(start);
-        let kept = self.next.at(start);
+        let kept = self.pair.next.at(start);
         let (base, slope) = if wanted >= kept {
             (wanted, trailing)
         } else if kept - wanted > AHEAD_IS_A_STEP {
@@ -386,10 +414,17 @@ impl Steering {
         } else {
             (kept, trailing)
         };
-        self.current = self.next;
-        self.next = Line { start, base, slope };
+        self.pair = Pair {
+            current: self.pair.next,
+            next: Line { start, base, slope },
+        };
         true
     }
+}
+
+/// How many ticks `nanos` take at `rate` ns per tick.
+fn ticks_in(nanos: u64, rate: f64) -> u64 {
+    (nanos as f64 / rate) as u64
 }
 
 /// `rate` ns per tick, slowed by `trail`, as 32.32 fixed point.
@@ -424,7 +459,7 @@ fn start() -> TimeSource {
     let Some(mut steering) = Steering::calibrated(first, second) else {
         return TimeSource::System(Fallback::Calibration);
     };
-    LINES.publish(steering.current, steering.next);
+    LINES.publish(steering.pair);
     let ticks_per_second = (1e9 / steering.rate()) as u64;
     let refresher = std::thread::Builder::new()
         .name("flakegen-tsc".into())
@@ -434,7 +469,7 @@ fn start() -> TimeSource {
                 std::thread::sleep(REFRESH);
                 let (tick, system) = pair();
                 if steering.refresh(tick, system) {
-                    LINES.publish(steering.current, steering.next);
+                    LINES.publish(steering.pair);
                 }
             }
         });
@@ -457,6 +492,8 @@ mod tests {
         offset: f64,
         /// The system clock's rate against true time (NTP's slew).
         slew: f64,
+        /// The refresher does not run (starved, or a forked child's).
+        refresher_stalled: bool,
     }
 
     impl Machine {
@@ -467,6 +504,7 @@ mod tests {
                 hz,
                 offset: 0.0,
                 slew: 0.0,
+                refresher_stalled: false,
             }
         }
 
@@ -485,15 +523,6 @@ mod tests {
         }
     }
 
-    /// The clock a reader sees at the machine's tick.
-    fn read(current: Line, next: Line, tick: u64) -> u64 {
-        if tick < next.start {
-            current.at(tick)
-        } else {
-            next.at(tick)
-        }
-    }
-
     /// Runs the refresher for `seconds` of simulated time, reading the clock
     /// 20 times per refresh, calling `each_second` with the machine at the
     /// start of each second; returns how far behind the system clock it
@@ -509,7 +538,7 @@ mod tests {
         machine.advance(5_000_000);
         let second = (machine.tick(), machine.system());
         let mut steering = Steering::calibrated(first, second).expect("a sane rate");
-        let (mut published_current, mut published_next) = (steering.current, steering.next);
+        let mut published = steering.pair;
         let (mut last_read, mut behind, mut ahead) = (0, 0, 0);
         let refreshes_per_second = 1_000 / REFRESH.as_millis() as u64;
         for refresh in 0..seconds * refreshes_per_second {
@@ -518,7 +547,7 @@ mod tests {
             }
             for _ in 0..20 {
                 machine.advance(REFRESH.as_nanos() as u64 / 20);
-                let now = read(published_current, published_next, machine.tick());
+                let now = published.at(machine.tick());
                 assert!(now >= last_read, "the clock went back at refresh {refresh}");
                 last_read = now;
                 if refresh / refreshes_per_second >= measured_from {
@@ -527,15 +556,15 @@ mod tests {
                     ahead = ahead.max(now.saturating_sub(system));
                 }
             }
+            if machine.refresher_stalled {
+                continue;
+            }
             if steering.refresh(machine.tick(), machine.system()) {
                 // A reader between the two lines' publication and the
                 // next line's start sees the same time either way.
                 let tick = machine.tick();
-                assert!(
-                    read(steering.current, steering.next, tick)
-                        >= read(published_current, published_next, tick)
-                );
-                (published_current, published_next) = (steering.current, steering.next);
+                assert!(steering.pair.at(tick) >= published.at(tick));
+                published = steering.pair;
             }
         }
         (behind, ahead)
@@ -592,6 +621,21 @@ mod tests {
         });
         assert_eq!(ahead, 0);
         assert!(behind < 50_000, "{behind} ns behind");
+    }
+
+    #[test]
+    fn falls_behind_by_its_trail_while_the_refresher_is_held_off() {
+        // Held off for 20 s: 0.2 % of it behind, never back, and on time
+        // again once it runs.
+        let stall = |second: u64, machine: &mut Machine| {
+            machine.refresher_stalled = (2..22).contains(&second);
+        };
+        let (behind, ahead) = run(&mut Machine::new(2.5e9), 25, 0, stall);
+        assert_eq!(ahead, 0);
+        let trail = (20e9 * TRAIL) as u64;
+        assert!((trail - 50_000..=trail + 50_000).contains(&behind), "{behind} ns behind");
+        let (behind, _) = run(&mut Machine::new(2.5e9), 25, 23, stall);
+        assert!(behind < 50_000, "{behind} ns behind once it runs again");
     }
 
     #[test]
