@@ -47,7 +47,7 @@
 //! ```
 //!
 //! A store without a clock of its own (etcd) says so
-//! ([`Registry::time_base`](flakegen::lease::backend::Registry::time_base)):
+//! ([`Registry::time_base`]):
 //! the rules that need a server's clock are restated for it, not skipped.
 //! Its times must then be the calling host's clock itself, and the skew
 //! check compares a generator's clock with its host's.
