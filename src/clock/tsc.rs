@@ -149,13 +149,13 @@ impl std::fmt::Display for TimeSource {
 ///   machine too busy to run it), the clock falls behind by 0.2 % of the
 ///   time it is away. A process forked after the clock started has no
 ///   refresher at all, and its clock falls 7 s behind an hour: in forked
-///   children, use [`SystemClock`](super::SystemClock), or first read this
-///   clock after the fork.
+///   children, use [`SystemClock`](super::SystemClock), or make the
+///   process's first [`TscClock::new`] after the fork.
 /// - **Unfenced**: the CPU may read the counter ahead of loads still in
 ///   flight, so a read just after taking another thread's reading may come
 ///   out up to about a microsecond below it. Generators keep their own
-///   logical clock and never mind; code that compares readings across
-///   threads to the nanosecond should.
+///   logical clock and never mind; code that orders readings across
+///   threads to the microsecond should not use this clock.
 /// - **Where the counter cannot be trusted** (no invariant TSC, a kernel
 ///   that found it unstable, other CPUs), it reads the system clock, and
 ///   [`source`](Self::source) says so and why.
