@@ -948,7 +948,7 @@ mod faults {
     fn etcd_fault(choice: u64, random: &mut Random) -> (&'static str, bool) {
         match choice {
             2 | 3 => {
-                let leader = services_etcd(&["leader"]);
+                let leader = Cluster::leader();
                 let member = MEMBERS.iter().find(|&&m| m != leader).copied().unwrap();
                 Cluster::member("kill", member);
                 thread::sleep(Duration::from_millis(random.between(500, 3_000)));
@@ -985,14 +985,6 @@ mod faults {
                 ("snapshot restored", true)
             }
         }
-    }
-
-    /// `scripts/services.sh <args> etcd`'s answer.
-    #[cfg(feature = "etcd")]
-    fn services_etcd(args: &[&str]) -> String {
-        let mut all = args.to_vec();
-        all.push("etcd");
-        crate::common::backend::services(&all)
     }
 
     /// How long the healing helpers were refused after each fault of the
@@ -1104,6 +1096,14 @@ mod faults {
     fn randomized(target: Target, seed: u64, duration: Duration) {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let heal_bound = target.heal_bound();
+        // Half the time, quiet for a while after a fault: the healing
+        // helpers can be seen to heal, and the cost of that fault alone be
+        // measured.
+        let rest_sometimes = |random: &mut Random| {
+            if random.between(0, 2) == 0 {
+                thread::sleep(heal_bound + Duration::from_millis(500));
+            }
+        };
         let (_, skew_ms) = target.terms();
         let mut scenario = Scenario::new(target, 2);
         let started = Instant::now();
@@ -1180,11 +1180,7 @@ mod faults {
                         helper: None,
                         loss,
                     });
-                    if random.between(0, 2) == 0 {
-                        // Quiet for a while: the healing helpers can be seen to
-                        // heal, and the cost of this fault alone to be measured.
-                        thread::sleep(heal_bound + Duration::from_millis(500));
-                    }
+                    rest_sometimes(&mut random);
                     continue;
                 }
             };
@@ -1255,10 +1251,7 @@ mod faults {
                         helper: None,
                         loss: true,
                     });
-                    if random.between(0, 2) == 0 {
-                        // Quiet for a while, so the healing helpers can be seen to heal.
-                        thread::sleep(heal_bound + Duration::from_millis(500));
-                    }
+                    rest_sometimes(&mut random);
                     continue;
                 }
                 7 | 8 => {
@@ -1277,10 +1270,7 @@ mod faults {
                         helper: None,
                         loss: true,
                     });
-                    if random.between(0, 2) == 0 {
-                        // Quiet for a while, so the healing helpers can be seen to heal.
-                        thread::sleep(heal_bound + Duration::from_millis(500));
-                    }
+                    rest_sometimes(&mut random);
                     continue;
                 }
                 _ if !redis => {
@@ -1302,9 +1292,8 @@ mod faults {
                 helper,
                 loss,
             });
-            if loss && random.between(0, 2) == 0 {
-                // Quiet for a while, so the healing helpers can be seen to heal.
-                thread::sleep(heal_bound + Duration::from_millis(500));
+            if loss {
+                rest_sometimes(&mut random);
             }
         }
         for (helper, _) in paused {

@@ -144,7 +144,12 @@ impl std::fmt::Display for TimeSource {
 ///   the clock keeps its time and runs 1 % slow until the system's time
 ///   catches up (100 s for a 1 s step), reading ahead of the system's
 ///   meanwhile. Generators on [`SystemClock`](super::SystemClock) wait out
-///   such a step; on this clock they keep issuing.
+///   such a step; on this clock they keep issuing, ahead of the system's
+///   time. A process restarted on the same worker id meanwhile starts from
+///   the system's time, below IDs already issued: lease the id (a new
+///   holder starts above the old one's fence), or pass the last ID to
+///   [`Builder::resume_after`](crate::Builder::resume_after), as after any
+///   step back.
 /// - **A thread keeps it on time**: while the refresher is held off (a
 ///   machine too busy to run it), the clock falls behind by 0.2 % of the
 ///   time it is away. A process forked after the clock started has no
@@ -176,9 +181,9 @@ impl std::fmt::Display for TimeSource {
 /// It is not the default, because it is a different clock from the rest of
 /// the machine's: a thread in every process, a 5 ms start, a time up to
 /// 22 µs behind the system's and, after the system clock steps back, ahead
-/// of it for up to 100 s per second of the step, where logs, other hosts
-/// and a lease registry's skew check read the system's time. Opt in with
-/// one line, as below.
+/// of it for up to 100 s per second of the step, where logs, other hosts,
+/// a lease registry's skew check and a restarted process read the
+/// system's time. Opt in with one line, as below.
 ///
 /// # Examples
 ///
