@@ -4,12 +4,23 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::backend::LeaseError;
 use super::backend::{Expect, NewRecord, Record, RecordState, Registry, Snapshot};
 
-/// How many times an acquisition may lose a race before it gives up.
-const ATTEMPTS: u32 = 8;
+/// How many times in a row an acquisition may lose a race before it gives
+/// up. Builds that start together (a deployment's pods, a shell loop of
+/// `flakegen new &`) first all choose the same id, and the unluckiest loses
+/// once to each of the others: with the backoff below, 32 covers hundreds
+/// of contenders at once.
+const ATTEMPTS: u32 = 32;
+
+/// The longest pause after a lost race. Each pause is random, below
+/// `1 ms << losses` up to this: contenders that chose alike spread out
+/// instead of choosing alike again (full jitter), and the registry sees a
+/// handful of swaps per id taken rather than one per contender.
+const BACKOFF_MAX: Duration = Duration::from_millis(64);
 
 /// The fewest ids a registry looks through per read for the fresh one
 /// while it says `Snapshot::more`: bounds how often an acquisition reads
@@ -218,7 +229,11 @@ pub(crate) fn acquire(
 ) -> Result<Grant, LeaseError> {
     let mut slices = terms.workers.div_ceil(FRESH_SLICE);
     let mut attempts = 0;
+    let mut lost = 0;
     while attempts < ATTEMPTS {
+        if lost > 0 {
+            std::thread::sleep(backoff(lost));
+        }
         let now = now_ms();
         let snapshot = registry.read(terms.namespace, terms.workers, prefer)?;
         if snapshot.more && slices > 0 {
@@ -237,7 +252,10 @@ pub(crate) fn acquire(
                 Ok(chosen) => chosen,
                 // A read of several steps saw the fresh id free, then its
                 // record written by an acquisition racing this one: look again.
-                Err(_) if snapshot.fresh_taken(marker_unix_millis) => continue,
+                Err(_) if snapshot.fresh_taken(marker_unix_millis) => {
+                    lost += 1;
+                    continue;
+                }
                 Err(held) => {
                     return Err(LeaseError::AllHeld {
                         namespace: terms.namespace.to_owned(),
@@ -270,7 +288,10 @@ pub(crate) fn acquire(
                 });
             }
             // Another acquisition (or a loss) came between: look again.
-            Ok(None) => continue,
+            Ok(None) => {
+                lost += 1;
+                continue;
+            }
             Err(e) => {
                 // The write may have landed: give it back, fence unmoved.
                 let free = NewRecord {
@@ -402,6 +423,13 @@ pub(crate) fn holder_token() -> String {
 
 /// A version no write has used: 63 random bits (so it fits a signed
 /// column), never 0. Two writes pick the same one with odds of 2⁻⁶³.
+/// The pause before the next try after `lost` races lost in a row.
+fn backoff(lost: u32) -> Duration {
+    let ceiling = BACKOFF_MAX.min(Duration::from_millis(1 << lost.min(16)));
+    let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(fresh_version() % nanos.max(1))
+}
+
 pub(crate) fn fresh_version() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
@@ -581,6 +609,100 @@ mod tests {
             })
         ));
         assert!(t.check_skew(0, 1_000).is_ok());
+    }
+
+    /// A registry where, `left` times, another generator takes the id an
+    /// acquisition chose just before its swap lands.
+    struct Outraced {
+        inner: crate::lease::MemoryRegistry,
+        left: std::sync::atomic::AtomicU32,
+    }
+
+    impl Registry for Outraced {
+        fn read(
+            &self,
+            ns: &str,
+            workers: u64,
+            prefer: Option<u64>,
+        ) -> Result<Snapshot, LeaseError> {
+            self.inner.read(ns, workers, prefer)
+        }
+        fn mark(&self, ns: &str) -> Result<u64, LeaseError> {
+            self.inner.mark(ns)
+        }
+        fn swap(
+            &self,
+            ns: &str,
+            worker: u64,
+            expect: Expect,
+            record: &NewRecord<'_>,
+        ) -> Result<Option<u64>, LeaseError> {
+            let outrace = self
+                .left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                    left.checked_sub(1)
+                });
+            if outrace.is_ok() {
+                let other = NewRecord {
+                    holder: "other",
+                    version: fresh_version(),
+                    ..*record
+                };
+                assert!(self.inner.swap(ns, worker, expect, &other)?.is_some());
+            }
+            self.inner.swap(ns, worker, expect, record)
+        }
+    }
+
+    fn outraced(times: u32) -> Outraced {
+        Outraced {
+            inner: crate::lease::MemoryRegistry::new(),
+            left: times.into(),
+        }
+    }
+
+    fn now_ms() -> u64 {
+        crate::clock::units::unix_millis(std::time::SystemTime::now())
+    }
+
+    #[test]
+    fn an_acquisition_outlasts_a_crowd_choosing_alike() {
+        // As the last of 21 builds that started together: 20 races lost,
+        // each to a build that took the id it chose.
+        let t = Terms {
+            workers: 64,
+            ..terms()
+        };
+        let registry = outraced(20);
+        let grant = acquire(&registry, &t, "me", now_ms, None).unwrap();
+        assert_eq!(grant.holding.worker, 20);
+    }
+
+    #[test]
+    fn an_acquisition_that_always_loses_gives_up_in_bounded_tries() {
+        let t = Terms {
+            workers: 1024,
+            ..terms()
+        };
+        let registry = outraced(u32::MAX);
+        match acquire(&registry, &t, "me", now_ms, None) {
+            Err(e @ LeaseError::Contended { attempts, .. }) => {
+                assert_eq!(attempts, ATTEMPTS);
+                assert_eq!(u32::MAX - registry.left.load(Ordering::Relaxed), ATTEMPTS);
+                assert!(e.to_string().contains("build again"), "{e}");
+            }
+            other => panic!("expected Contended, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pause_after_a_lost_race_is_random_and_bounded() {
+        for lost in 1..40 {
+            let ceiling = BACKOFF_MAX.min(Duration::from_millis(1 << lost.min(16)));
+            let pauses: Vec<_> = (0..50).map(|_| backoff(lost)).collect();
+            assert!(pauses.iter().all(|&p| p < ceiling), "{lost}: {pauses:?}");
+            assert!(pauses.iter().any(|&p| p != pauses[0]), "{lost}: {pauses:?}");
+        }
     }
 
     #[test]
