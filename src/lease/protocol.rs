@@ -421,8 +421,6 @@ pub(crate) fn holder_token() -> String {
     format!("{host}/{}/{:016x}", std::process::id(), hasher.finish())
 }
 
-/// A version no write has used: 63 random bits (so it fits a signed
-/// column), never 0. Two writes pick the same one with odds of 2⁻⁶³.
 /// The pause before the next try after `lost` races lost in a row.
 fn backoff(lost: u32) -> Duration {
     let ceiling = BACKOFF_MAX.min(Duration::from_millis(1 << lost.min(16)));
@@ -430,6 +428,8 @@ fn backoff(lost: u32) -> Duration {
     Duration::from_nanos(fresh_version() % nanos.max(1))
 }
 
+/// A version no write has used: 63 random bits (so it fits a signed
+/// column), never 0. Two writes pick the same one with odds of 2⁻⁶³.
 pub(crate) fn fresh_version() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
