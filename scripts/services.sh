@@ -854,16 +854,22 @@ stop_etcd() {
 # The member that leads, by the cluster's own account (waiting up to 10 s
 # for an election). The members that answer say; one down is no error here.
 etcd_leader() {
-  local m id=
+  local id= name=
+  # During an election every member says leader 0; a member just thawed
+  # may name a leader the others have replaced; a busy cluster may not
+  # answer at once: ask until an answer names a member. (Each grep may
+  # find nothing, which must not end the script under pipefail.)
   for _ in $(seq 50); do
     id=$({ etcdctl_root endpoint status -w json 2>/dev/null || true; } |
-      grep -o '"leader":[0-9]*' | grep -v ':0$' | head -n 1 | cut -d: -f2)
-    [ -n "$id" ] && break
+      { grep -o '"leader":[1-9][0-9]*' || true; } | sed -n '1s/.*://p')
+    if [ -n "$id" ]; then
+      name=$({ etcdctl_root member list -w json 2>/dev/null || true; } |
+        { grep -o "\"ID\":$id,\"name\":\"[a-z0-9]*\"" || true; } | sed 's/.*"name":"\(.*\)"/\1/')
+      [ -n "$name" ] && { echo "$name"; return; }
+    fi
     sleep 0.2
   done
-  [ -n "$id" ] || die "etcd has no leader"
-  etcdctl_root member list -w json |
-    grep -o "\"ID\":$id,\"name\":\"[a-z0-9]*\"" | sed 's/.*"name":"\(.*\)"/\1/'
+  die "etcd has no leader that a member list names (last leader id: ${id:-none})"
 }
 
 # MEMBER, with `leader` and `follower` resolved.

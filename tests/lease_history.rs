@@ -38,10 +38,13 @@ use flakegen_contract::Failover;
 /// One worker bit: A's id and the other.
 const TWO: Layout = Layout::builder().worker_bits(1).build_const();
 const TTL: Duration = Duration::from_secs(3);
-/// How soon after the promotion every generator issues again.
+/// How soon after the promotion every generator issues again: 5.1 s on a
+/// quiet machine and beside two CPU hogs alone, 8.3 s once in a whole
+/// suite beside them. A bound that a busy machine keeps, and that still
+/// tells a heal from none.
 const HEAL_BOUND: Duration = TTL
     .saturating_add(DEFAULT_SKEW)
-    .saturating_add(Duration::from_secs(2));
+    .saturating_add(Duration::from_secs(5));
 
 /// The pairs are shared: one scenario at a time.
 fn serial() -> MutexGuard<'static, ()> {
@@ -121,14 +124,17 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
         let a_calls = scope.spawn(|| issue(&a, &stop));
         let other_calls = scope.spawn(|| issue(&other, &stop));
         common::backend::services(&["cut", pair]);
-        // A renews twice on the primary, which the replica misses.
+        // A renews twice on the primary, which the replica misses. Each
+        // renewal is due a third of a TTL after the last; a busy machine
+        // may delay it, which changes nothing here but the wait.
         let mut fence = a.lease().unwrap().fence;
         for _ in 0..2 {
-            let deadline = Instant::now() + TTL * 2;
+            let deadline = Instant::now() + Duration::from_secs(10);
             while a.lease().unwrap().fence == fence {
                 assert!(
                     Instant::now() < deadline,
-                    "{name}: no renewal after the cut"
+                    "{name}: no renewal within 10 s after the cut: {:?}",
+                    a.lease().unwrap()
                 );
                 thread::sleep(Duration::from_millis(10));
             }
@@ -157,7 +163,13 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
         };
         let mut b_ids = vec![];
         while promoted_at.elapsed() < HEAL_BOUND + Duration::from_millis(500) {
-            b_ids.push((b.next_id().unwrap(), Instant::now()));
+            match b.next_id() {
+                Ok(id) => b_ids.push((id, Instant::now())),
+                // On a busy machine B's renewals may come late and its lease
+                // lapse: it stops at its fence, as a holder must.
+                Err(IssueError::LeaseLost { .. } | IssueError::WouldBlock { .. }) => {}
+                Err(e) => panic!("{name}: B: {e}"),
+            }
             thread::sleep(Duration::from_micros(200));
         }
         stop.store(true, Ordering::Relaxed);
@@ -177,7 +189,10 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
     all.sort_unstable();
     all.dedup();
     let duplicates = count - all.len();
-    let b_first = unix_ms(b_ids[0].0);
+    let (b_first, _) = *b_ids
+        .first()
+        .unwrap_or_else(|| panic!("{name}: B issued nothing"));
+    let b_first = unix_ms(b_first);
     let again = a_ids
         .iter()
         .find(|(id, _)| unix_ms(*id) >= a_fence)
