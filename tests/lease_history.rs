@@ -126,14 +126,16 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
         common::backend::services(&["cut", pair]);
         // A renews twice on the primary, which the replica misses. Each
         // renewal is due a third of a TTL after the last; a busy machine
-        // may delay it, which changes nothing here but the wait.
+        // may delay it, which changes nothing here but the wait. (Beside
+        // two CPU hogs, calls through the forwarder once timed out for
+        // 10 s after the cut while the primary's log showed it up.)
         let mut fence = a.lease().unwrap().fence;
         for _ in 0..2 {
-            let deadline = Instant::now() + Duration::from_secs(10);
+            let deadline = Instant::now() + Duration::from_secs(30);
             while a.lease().unwrap().fence == fence {
                 assert!(
                     Instant::now() < deadline,
-                    "{name}: no renewal within 10 s after the cut: {:?}",
+                    "{name}: no renewal within 30 s after the cut: {:?}",
                     a.lease().unwrap()
                 );
                 thread::sleep(Duration::from_millis(10));
@@ -162,7 +164,11 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
             }
         };
         let mut b_ids = vec![];
-        while promoted_at.elapsed() < HEAL_BOUND + Duration::from_millis(500) {
+        // Until A's heal is due, and B has issued: on a busy machine B may
+        // get its id late, and start later still.
+        while (promoted_at.elapsed() < HEAL_BOUND + Duration::from_millis(500) || b_ids.is_empty())
+            && promoted_at.elapsed() < Duration::from_secs(30)
+        {
             match b.next_id() {
                 Ok(id) => b_ids.push((id, Instant::now())),
                 // On a busy machine B's renewals may come late and its lease
@@ -191,7 +197,7 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
     let duplicates = count - all.len();
     let (b_first, _) = *b_ids
         .first()
-        .unwrap_or_else(|| panic!("{name}: B issued nothing"));
+        .unwrap_or_else(|| panic!("{name}: B issued nothing within 30 s of the promotion"));
     let b_first = unix_ms(b_first);
     let again = a_ids
         .iter()
