@@ -301,7 +301,7 @@ fn cases() -> Vec<Case> {
         "a registry URL of no known scheme",
         err(lease::connect("zookeeper://app@db/app")),
         |e| matches!(e, Error::Lease(LeaseError::UnsupportedUrl { .. })),
-        "use postgres://, mysql://",
+        "use mysql:// (or mariadb://), postgres://",
     );
     #[cfg(not(feature = "mysql"))]
     case(

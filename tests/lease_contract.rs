@@ -1,13 +1,13 @@
 //! The lease contract (see `flakegen::lease`), the suite of
 //! `flakegen-contract`, over every registry: `MemoryRegistry` always, and
-//! PostgreSQL, Redis and MySQL (MariaDB) when their features are on, each
-//! a primary with a replica from `scripts/services.sh start`, which the
-//! failover rules promote; and etcd, a three-member cluster.
+//! each registry whose feature is on against its replicated service from
+//! `scripts/services.sh start` (a primary and a replica, which the failover
+//! rules promote; a three-member cluster for etcd).
 //!
 //! ```text
 //! cargo test --test lease_contract                     # memory only, no server
 //! eval "$(scripts/services.sh start)"
-//! cargo test --features postgres,redis,mysql,tokio --test lease_contract
+//! cargo test --all-features --test lease_contract
 //! scripts/services.sh stop
 //! ```
 //!
@@ -19,21 +19,24 @@ mod common;
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use flakegen::lease::backend::{Expect, Inspect, Listing, NewRecord, Registry, Snapshot, Survey};
+use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
+use flakegen::lease::inspect::{Inspect, Listing, Survey};
 use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry};
-use flakegen_contract::{Failover, Fixture, Frozen};
+use flakegen_contract::{Failover, Fixture, Frozen, Wipe};
 
 mod memory {
     flakegen_contract::suite!(super::Memory::default(), freeze, failover, inspect);
 }
 
-// Each backend's replicated pair, through an address that follows its
-// primary: every rule, and those of a failover.
+// Each registry's replicated service: a pair through an address that
+// follows its primary, with the rules of a failover; the etcd cluster,
+// whose rules are restated where a store without a clock differs, and
+// which has no failover to detect (a leader lost is no loss).
 #[cfg(feature = "postgres")]
 mod postgres {
-    use crate::common::pair::Pair;
+    use crate::common::replicated::Replicated;
     flakegen_contract::suite!(
-        Pair::new(&crate::common::postgres::BACKEND),
+        Replicated::new(&crate::common::postgres::SERVER),
         freeze,
         failover,
         inspect
@@ -42,9 +45,9 @@ mod postgres {
 
 #[cfg(feature = "redis")]
 mod redis {
-    use crate::common::pair::Pair;
+    use crate::common::replicated::Replicated;
     flakegen_contract::suite!(
-        Pair::new(&crate::common::redis::BACKEND),
+        Replicated::new(&crate::common::redis::SERVER),
         freeze,
         failover,
         inspect
@@ -53,21 +56,23 @@ mod redis {
 
 #[cfg(feature = "mysql")]
 mod mysql {
-    use crate::common::pair::Pair;
+    use crate::common::replicated::Replicated;
     flakegen_contract::suite!(
-        Pair::new(&crate::common::mysql::BACKEND),
+        Replicated::new(&crate::common::mysql::SERVER),
         freeze,
         failover,
         inspect
     );
 }
 
-// The etcd cluster: every rule, restated where a store without a clock
-// differs; no failover to detect (a leader lost is no loss).
 #[cfg(feature = "etcd")]
 mod etcd {
-    use crate::common::etcd::Cluster;
-    flakegen_contract::suite!(Cluster::new(), freeze, inspect);
+    use crate::common::replicated::Replicated;
+    flakegen_contract::suite!(
+        Replicated::new(&crate::common::etcd::SERVER),
+        freeze,
+        inspect
+    );
 }
 
 /// A `MemoryRegistry` that can be frozen as a server can (calls wait until
@@ -132,6 +137,9 @@ impl Registry for Gate {
     ) -> Result<Option<u64>, LeaseError> {
         self.pass()?.swap(namespace, worker, expect, record)
     }
+    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
+        self.pass()?.declare_new(namespace)
+    }
     fn inspect(&self) -> Option<&dyn Inspect> {
         Some(self)
     }
@@ -163,6 +171,16 @@ impl Fixture for Memory {
 
     fn lose_data(&self) {
         lock(&self.current).lose_data();
+    }
+
+    fn wipe(&self, wipe: Wipe<'_>) {
+        let registry = lock(&self.current);
+        match wipe {
+            Wipe::Everything => registry.lose_data(),
+            Wipe::Namespace(namespace) => registry.delete_namespace(namespace),
+            Wipe::Record(namespace, worker) => registry.delete_record(namespace, worker),
+            other => panic!("no such wipe: {other:?}"),
+        }
     }
 
     fn freeze(&self) -> Option<Frozen> {

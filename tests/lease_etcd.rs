@@ -20,14 +20,21 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::backend::unknown_ca;
-use common::etcd::{Cluster, MEMBERS};
+use common::etcd::{MEMBERS, SERVER};
+use common::replicated::Replicated;
+use common::server::unknown_ca;
 use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, IssueError, Layout, Snowflake};
 
 fn serial() -> MutexGuard<'static, ()> {
     static SERIAL: Mutex<()> = Mutex::new(());
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The cluster, made whole: every member running, a leader change behind
+/// it, and a snapshot to restore.
+fn cluster() -> Replicated {
+    Replicated::new(&SERVER)
 }
 
 fn namespace(test: &str) -> String {
@@ -95,22 +102,23 @@ fn duplicates(ids: &[Snowflake]) -> usize {
 
 /// The leader killed while three generators issue, then started again:
 /// a majority stands throughout, so no generator is refused even once,
-/// and no ID repeats.
+/// and no ID repeats, at a TTL of 3 s: an election and a reconnection
+/// (which carries the token, not a new login) fit well within the fence's
+/// lead.
 #[test]
 fn the_leader_killed_costs_no_refusal() {
     let _serial = serial();
-    Cluster::make_whole();
-    let lease = Lease::new(
-        lease::connect(&Cluster::url()).unwrap(),
-        namespace("leader"),
-    );
+    let cluster = cluster();
+    let lease = Lease::new(lease::connect(&SERVER.url()).unwrap(), namespace("leader"))
+        .ttl(Duration::from_secs(3))
+        .skew(Duration::from_secs(1));
     let issuers = Issuers::start(&lease, 3);
     thread::sleep(Duration::from_secs(1));
-    let leader = Cluster::leader();
-    Cluster::member("kill", &leader);
+    let leader = cluster.services("leader", &[]);
+    cluster.services("kill", &[&leader]);
     thread::sleep(Duration::from_secs(5));
-    let after = Cluster::leader();
-    Cluster::member("revive", &leader);
+    let after = cluster.services("leader", &[]);
+    cluster.services("revive", &[&leader]);
     thread::sleep(Duration::from_secs(2));
     let (ids, refused) = issuers.stop();
     println!(
@@ -137,19 +145,16 @@ fn the_leader_killed_costs_no_refusal() {
 #[test]
 fn a_snapshot_restore_is_a_detected_loss() {
     let _serial = serial();
-    Cluster::make_whole();
+    let cluster = cluster();
     let ttl = Duration::from_secs(3);
     let skew = Duration::from_secs(1);
-    let lease = Lease::new(
-        lease::connect(&Cluster::url()).unwrap(),
-        namespace("restore"),
-    )
-    .ttl(ttl)
-    .skew(skew);
+    let lease = Lease::new(lease::connect(&SERVER.url()).unwrap(), namespace("restore"))
+        .ttl(ttl)
+        .skew(skew);
     let issuers = Issuers::start(&lease, 2);
     thread::sleep(Duration::from_secs(2));
     let restored_at = SystemTime::now();
-    Cluster::restore();
+    cluster.services("restore", &[]);
     let restored = Instant::now();
     // A build right after: it must not start below the holders' fences.
     let late = Builder::new()
@@ -208,8 +213,8 @@ fn a_snapshot_restore_is_a_detected_loss() {
 #[test]
 fn tls_is_verified_and_a_mismatch_is_said() {
     let _serial = serial();
-    Cluster::make_whole();
-    let registry = lease::connect(&Cluster::tls_url()).unwrap();
+    let _cluster = cluster();
+    let registry = lease::connect(&SERVER.tls_url()).unwrap();
     let generator = Builder::new()
         .layout(Layout::TWITTER)
         .lease(Lease::new(registry, namespace("tls")))
@@ -218,8 +223,9 @@ fn tls_is_verified_and_a_mismatch_is_said() {
     generator.next_id().unwrap();
     generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
 
-    let unknown = Cluster::tls_url().replace(
-        &Cluster::tls_url()
+    let unknown = SERVER.tls_url().replace(
+        &SERVER
+            .tls_url()
             .split("sslrootcert=")
             .nth(1)
             .unwrap()
@@ -236,8 +242,8 @@ fn tls_is_verified_and_a_mismatch_is_said() {
     // TLS asked of the plain ports.
     let tls_at_plain = format!(
         "{}?sslrootcert={}",
-        Cluster::url().replace("etcd://", "etcds://"),
-        Cluster::tls_url().split("sslrootcert=").nth(1).unwrap()
+        SERVER.url().replace("etcd://", "etcds://"),
+        SERVER.tls_url().split("sslrootcert=").nth(1).unwrap()
     );
     let e = lease::connect(&tls_at_plain)
         .unwrap()
@@ -248,7 +254,8 @@ fn tls_is_verified_and_a_mismatch_is_said() {
         "{e:?}"
     );
     // A plain client at the TLS ports.
-    let plain_at_tls = Cluster::tls_url()
+    let plain_at_tls = SERVER
+        .tls_url()
         .replace("etcds://", "etcd://")
         .split('?')
         .next()
@@ -267,8 +274,8 @@ fn tls_is_verified_and_a_mismatch_is_said() {
 #[test]
 fn credentials_and_quorum_are_said() {
     let _serial = serial();
-    Cluster::make_whole();
-    let wrong = Cluster::url().replace(":flakegen-test@", ":wrong@");
+    let cluster = cluster();
+    let wrong = SERVER.url().replace(":flakegen-test@", ":wrong@");
     let e = lease::connect(&wrong)
         .unwrap()
         .read("errors", 1, None)
@@ -280,18 +287,18 @@ fn credentials_and_quorum_are_said() {
         "the password was printed: {e}"
     );
 
-    let leader = Cluster::leader();
+    let leader = cluster.services("leader", &[]);
     let follower = MEMBERS.iter().find(|&&m| m != leader).unwrap();
-    Cluster::member("kill", &leader);
-    Cluster::member("kill", follower);
+    cluster.services("kill", &[&leader]);
+    cluster.services("kill", &[follower]);
     let started = Instant::now();
-    let e = lease::connect(&Cluster::url())
+    let e = lease::connect(&SERVER.url())
         .unwrap()
         .read("errors", 1, None)
         .unwrap_err();
     let took = started.elapsed();
-    Cluster::member("revive", follower);
-    Cluster::member("revive", &leader);
+    cluster.services("revive", &[follower]);
+    cluster.services("revive", &[&leader]);
     assert!(matches!(e, LeaseError::NoQuorum { .. }), "{e:?}");
     assert!(e.to_string().contains("majority"), "{e}");
     assert!(took < DEFAULT_TIMEOUT * 2, "took {took:?}");

@@ -55,7 +55,7 @@ use std::process::ExitCode;
 mod common;
 
 fn main() -> ExitCode {
-    #[cfg(all(unix, remote))]
+    #[cfg(all(unix, feature = "remote"))]
     {
         let args: Vec<String> = std::env::args().skip(1).collect();
         if args.first().map(String::as_str) == Some("--helper") {
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         }
         faults::run(&args)
     }
-    #[cfg(not(all(unix, remote)))]
+    #[cfg(not(all(unix, feature = "remote")))]
     {
         println!("lease_faults: nothing to run without the postgres, redis or mysql feature");
         ExitCode::SUCCESS
@@ -71,7 +71,7 @@ fn main() -> ExitCode {
 }
 
 /// One helper process: leases, issues and records until its time is up.
-#[cfg(all(unix, remote))]
+#[cfg(all(unix, feature = "remote"))]
 mod helper {
     use std::fs::File;
     use std::io::{BufWriter, Write};
@@ -84,20 +84,6 @@ mod helper {
         BuildError, Builder, Clock, IdGenerator, IssueError, Layout, Snowflake, SystemClock,
         lease::{self, Lease},
     };
-
-    /// The lease terms against a replicated pair: short, so faults bite often.
-    pub(crate) const TTL_MS: u64 = 1_000;
-    pub(crate) const SKEW_MS: u64 = 500;
-    /// Against etcd: a TTL that outlasts an election and a reconnection
-    /// with a fresh login, so that a member lost, the leader too, costs
-    /// nothing. An election takes a second or so; with this test's 15-odd
-    /// processes issuing flat out on 2 cores, and each reconnection paying
-    /// etcd's bcrypt, a leader killed once cost 674 ms of refusal at 3 s
-    /// (a renewal due every second, the fence 3 s past the last).
-    #[cfg(feature = "etcd")]
-    pub(crate) const ETCD_TTL_MS: u64 = 5_000;
-    #[cfg(feature = "etcd")]
-    pub(crate) const ETCD_SKEW_MS: u64 = 1_000;
 
     /// The system clock, shifted: a host whose clock is wrong.
     #[derive(Clone, Copy)]
@@ -374,7 +360,7 @@ mod helper {
     }
 }
 
-#[cfg(all(unix, remote))]
+#[cfg(all(unix, feature = "remote"))]
 mod faults {
     use std::fs;
     use std::panic::{self, AssertUnwindSafe};
@@ -386,76 +372,23 @@ mod faults {
     use flakegen::{Layout, Snowflake};
 
     use super::helper::Orders;
-    use crate::common::backend::{ALL, signal_all};
-    #[cfg(feature = "etcd")]
-    use crate::common::etcd::{Cluster, MEMBERS};
-    use crate::common::pair::Pair;
+    use crate::common::replicated::Replicated;
+    use crate::common::server::{ALL, Dice};
+    use flakegen_contract::{Fixture, Wipe};
 
-    /// What the helpers lease from: a backend's replicated pair, or the
-    /// etcd cluster.
-    enum Target {
-        Pair(Pair),
-        #[cfg(feature = "etcd")]
-        Etcd,
+    /// What the helpers lease from: a registry's replicated service.
+    type Target = Replicated;
+
+    /// The helpers' TTL and skew allowance, in ms.
+    fn terms(target: &Target) -> (u64, u64) {
+        target.server.terms
     }
 
-    impl Target {
-        fn name(&self) -> &'static str {
-            match self {
-                Target::Pair(pair) => pair.backend.name,
-                #[cfg(feature = "etcd")]
-                Target::Etcd => "etcd",
-            }
-        }
-
-        fn url(&self) -> String {
-            match self {
-                Target::Pair(pair) => pair.url(),
-                #[cfg(feature = "etcd")]
-                Target::Etcd => Cluster::url(),
-            }
-        }
-
-        /// The helpers' TTL and skew allowance, in ms.
-        fn terms(&self) -> (u64, u64) {
-            match self {
-                Target::Pair(_) => (super::helper::TTL_MS, super::helper::SKEW_MS),
-                #[cfg(feature = "etcd")]
-                Target::Etcd => (super::helper::ETCD_TTL_MS, super::helper::ETCD_SKEW_MS),
-            }
-        }
-
-        /// How soon after a loss a helper that never rebuilds must issue
-        /// again, under a new lease: the TTL, the skew allowance and 2 s.
-        fn heal_bound(&self) -> Duration {
-            let (ttl, skew) = self.terms();
-            Duration::from_millis(ttl + skew + 2_000)
-        }
-    }
-
-    /// A target, made ready when its turn comes.
-    type MakeTarget = Box<dyn Fn() -> Target>;
-
-    /// The targets whose features are on, by name.
-    fn targets() -> Vec<(&'static str, MakeTarget)> {
-        #[cfg_attr(not(feature = "etcd"), expect(unused_mut))]
-        let mut all: Vec<(&'static str, MakeTarget)> = ALL
-            .iter()
-            .map(|&backend| {
-                let make: Box<dyn Fn() -> Target> =
-                    Box::new(move || Target::Pair(Pair::new(backend)));
-                (backend.name, make)
-            })
-            .collect();
-        #[cfg(feature = "etcd")]
-        all.push((
-            "etcd",
-            Box::new(|| {
-                Cluster::make_whole();
-                Target::Etcd
-            }),
-        ));
-        all
+    /// How soon after a loss a helper that never rebuilds must issue
+    /// again, under a new lease: the TTL, the skew allowance and 2 s.
+    fn heal_bound(target: &Target) -> Duration {
+        let (ttl, skew) = terms(target);
+        Duration::from_millis(ttl + skew + 2_000)
     }
 
     /// Runs the randomized test on every backend (or those named), and
@@ -477,25 +410,28 @@ mod faults {
                 .as_nanos() as u64
         });
         let seconds = option("--duration").unwrap_or(30);
-        let targets = targets();
         let named: Vec<&str> = args
             .iter()
             .map(String::as_str)
-            .filter(|a| targets.iter().any(|(name, _)| name == a))
+            .filter(|a| ALL.iter().any(|s| s.name == *a))
             .collect();
         println!("lease_faults: seed {seed}, {seconds} s per backend (replay with --seed {seed})");
         let (mut passed, mut failed) = (0, 0);
-        for (name, target) in &targets {
-            if !named.is_empty() && !named.contains(name) {
+        for &server in ALL {
+            if !named.is_empty() && !named.contains(&server.name) {
                 continue;
             }
             let started = Instant::now();
-            if *name == "etcd" {
-                println!("randomized faults on etcd (a three-member cluster)");
-            } else {
-                println!("randomized faults on {name} (a primary and its replica)");
-            }
-            let run = || randomized(target(), seed, Duration::from_secs(seconds));
+            println!(
+                "randomized faults on {} ({})",
+                server.name,
+                if server.pair {
+                    "a primary and its replica"
+                } else {
+                    "a three-member cluster"
+                }
+            );
+            let run = || randomized(Replicated::new(server), seed, Duration::from_secs(seconds));
             match panic::catch_unwind(AssertUnwindSafe(run)) {
                 Ok(()) => {
                     passed += 1;
@@ -592,7 +528,7 @@ mod faults {
             let index = self.helpers.len();
             let out = self.dir.join(format!("{index}.ids"));
             let log = fs::File::create(self.dir.join(format!("{index}.log"))).unwrap();
-            let (ttl_ms, skew_ms) = self.target.terms();
+            let (ttl_ms, skew_ms) = terms(&self.target);
             let orders = Orders {
                 url: self.target.url(),
                 namespace: self.namespace(group),
@@ -666,7 +602,7 @@ mod faults {
                     .filter(|(_, h)| h.group == group)
                     .map(|(p, _)| p)
                     .collect();
-                let context = format!("{}/{}", self.target.name(), group.name());
+                let context = format!("{}/{}", self.target.server.name, group.name());
                 check(&context, &layout, &members);
             }
             heal_check(&self.target, &self.helpers, &processes, faults, ended_ns);
@@ -835,7 +771,7 @@ mod faults {
     }
 
     /// After every loss that no other fault followed within the heal bound
-    /// ([`Target::heal_bound`]), each healing helper that ran throughout,
+    /// ([`heal_bound`]), each healing helper that ran throughout,
     /// unpaused, issued an ID under a lease acquired after the loss began,
     /// within the bound.
     fn heal_check(
@@ -845,7 +781,7 @@ mod faults {
         faults: &[Fault],
         ended_ns: u128,
     ) {
-        let bound = target.heal_bound().as_nanos();
+        let bound = heal_bound(target).as_nanos();
         // How long each healing helper took to issue again, by the loss's kind.
         let mut took_ms: Vec<(&str, u128)> = Vec::new();
         for loss in faults.iter().filter(|f| f.loss) {
@@ -885,16 +821,14 @@ mod faults {
                     panic!(
                         "{}: healing helper {index} never issued again after the {} ending \
                          at {}",
-                        target.name(),
-                        loss.kind,
-                        loss.end_ns
+                        target.server.name, loss.kind, loss.end_ns
                     );
                 };
                 let took = at - loss.end_ns;
                 assert!(
                     took <= bound,
                     "{}: healing helper {index} issued again {} ms after the {}, past {} ms",
-                    target.name(),
+                    target.server.name,
                     took / 1_000_000,
                     loss.kind,
                     bound / 1_000_000
@@ -915,12 +849,12 @@ mod faults {
         };
         let mut all: Vec<u128> = took_ms.iter().map(|&(_, t)| t).collect();
         if all.is_empty() {
-            println!("  {}/healing: no heal to check", target.name());
+            println!("  {}/healing: no heal to check", target.server.name);
             return;
         }
         println!(
             "  {}/healing, from a loss to issuing again (bound {} ms): {}",
-            target.name(),
+            target.server.name,
             bound / 1_000_000,
             said(&mut all)
         );
@@ -934,56 +868,6 @@ mod faults {
                 .map(|&(_, t)| t)
                 .collect();
             println!("    after {kind}: {}", said(&mut took));
-        }
-    }
-
-    /// Faults an etcd cluster goes through that leave a majority standing,
-    /// and cost the helpers nothing.
-    #[cfg(feature = "etcd")]
-    const HARMLESS: [&str; 2] = ["member killed", "leader killed"];
-
-    /// One fault of the etcd cluster, by `choice` (2 to 9): its kind, and
-    /// whether it loses data. Each ends with the cluster whole again.
-    #[cfg(feature = "etcd")]
-    fn etcd_fault(choice: u64, random: &mut Random) -> (&'static str, bool) {
-        match choice {
-            2 | 3 => {
-                let leader = Cluster::leader();
-                let member = MEMBERS.iter().find(|&&m| m != leader).copied().unwrap();
-                Cluster::member("kill", member);
-                thread::sleep(Duration::from_millis(random.between(500, 3_000)));
-                Cluster::member("revive", member);
-                ("member killed", false)
-            }
-            4 | 5 => {
-                let leader = Cluster::leader();
-                Cluster::member("kill", &leader);
-                thread::sleep(Duration::from_millis(random.between(500, 3_000)));
-                Cluster::member("revive", &leader);
-                ("leader killed", false)
-            }
-            6 => {
-                let leader = Cluster::leader();
-                Cluster::member("freeze", &leader);
-                thread::sleep(Duration::from_millis(random.between(300, 2_500)));
-                Cluster::member("thaw", &leader);
-                ("leader frozen", false)
-            }
-            7 => {
-                // Two of three: no quorum, until one comes back.
-                let leader = Cluster::leader();
-                let follower = MEMBERS.iter().find(|&&m| m != leader).copied().unwrap();
-                Cluster::member("kill", &leader);
-                Cluster::member("kill", follower);
-                thread::sleep(Duration::from_millis(random.between(500, 2_500)));
-                Cluster::member("revive", follower);
-                Cluster::member("revive", &leader);
-                ("quorum lost", false)
-            }
-            _ => {
-                Cluster::restore();
-                ("snapshot restored", true)
-            }
         }
     }
 
@@ -1001,9 +885,9 @@ mod faults {
         faults: &[Fault],
         ended_ns: u128,
     ) {
-        let (ttl, skew) = target.terms();
+        let (ttl, skew) = terms(target);
         let after = u128::from(ttl + skew) * 1_000_000;
-        let reach = target.heal_bound().as_nanos();
+        let reach = heal_bound(target).as_nanos();
         let mut longest: std::collections::BTreeMap<&str, (u32, u32, u128)> = Default::default();
         for fault in faults.iter().filter(|f| f.helper.is_none()) {
             let window = fault.start_ns..=(fault.end_ns + after).min(ended_ns);
@@ -1055,7 +939,7 @@ mod faults {
         }
         println!(
             "  {}/healing, the longest refusal after each kind of fault:",
-            target.name()
+            target.server.name
         );
         for (kind, (count, refused, worst)) in &longest {
             println!(
@@ -1063,9 +947,8 @@ mod faults {
                 worst / 1_000_000
             );
         }
-        #[cfg(feature = "etcd")]
-        if let Target::Etcd = target {
-            for kind in HARMLESS {
+        {
+            for &kind in target.server.harmless {
                 if let Some(&(_, refused, worst)) = longest.get(kind) {
                     assert_eq!(
                         refused,
@@ -1082,7 +965,7 @@ mod faults {
     /// A small deterministic generator: the same seed, the same faults.
     struct Random(u64);
 
-    impl Random {
+    impl Dice for Random {
         fn between(&mut self, low: u64, high: u64) -> u64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
@@ -1095,7 +978,7 @@ mod faults {
     /// then the checks.
     fn randomized(target: Target, seed: u64, duration: Duration) {
         let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let heal_bound = target.heal_bound();
+        let heal_bound = heal_bound(&target);
         // Half the time, quiet for a while after a fault: the healing
         // helpers can be seen to heal, and the cost of that fault alone be
         // measured.
@@ -1104,7 +987,7 @@ mod faults {
                 thread::sleep(heal_bound + Duration::from_millis(500));
             }
         };
-        let (_, skew_ms) = target.terms();
+        let (ttl_ms, skew_ms) = terms(&target);
         let mut scenario = Scenario::new(target, 2);
         let started = Instant::now();
         let started_ns = super::helper::real_nanos();
@@ -1166,59 +1049,16 @@ mod faults {
                 });
                 continue;
             }
-            // One arm only where etcd is not built in.
-            #[cfg_attr(not(feature = "etcd"), expect(clippy::infallible_destructuring_match))]
-            let pair = match &scenario.target {
-                Target::Pair(pair) => pair,
-                #[cfg(feature = "etcd")]
-                Target::Etcd => {
-                    let (kind, loss) = etcd_fault(choice, &mut random);
-                    faults.push(Fault {
-                        kind,
-                        start_ns,
-                        end_ns: now(),
-                        helper: None,
-                        loss,
-                    });
-                    rest_sometimes(&mut random);
-                    continue;
-                }
-            };
-            let backend = pair.backend;
-            let redis = backend.name == "redis";
-            let (kind, helper, loss) = match choice {
-                2 => {
-                    let pids = pair.pids();
-                    signal_all(&pids, "-STOP");
-                    thread::sleep(Duration::from_millis(random.between(300, 2_500)));
-                    signal_all(&pids, "-CONT");
-                    ("server frozen", None, false)
-                }
-                3 if backend.crashes && random.between(0, 2) == 0 => {
-                    // SIGKILL: InnoDB recovers every commit from its log;
-                    // Redis comes back empty.
-                    pair.services("crash");
-                    ("server crashed", None, redis)
-                }
-                3 => {
-                    pair.services("restart");
-                    // Redis runs without persistence: a restart is a loss.
-                    ("server restarted", None, redis)
-                }
-                4 => {
-                    for _ in 0..random.between(2, 4) {
-                        pair.services("restart");
-                        thread::sleep(Duration::from_millis(random.between(100, 400)));
-                    }
-                    ("restart burst", None, redis)
-                }
+            let target = &scenario.target;
+            let (kind, helper, loss, ended) = match choice {
                 6 => {
                     // Displaced, then a loss: the holder comes back to a
                     // registry that no longer knows who took its id.
-                    let ttl = super::helper::TTL_MS;
                     scenario.signal(pick, "-STOP");
-                    thread::sleep(Duration::from_millis(random.between(ttl + 200, ttl + 800)));
-                    pair.lose();
+                    thread::sleep(Duration::from_millis(
+                        random.between(ttl_ms + 200, ttl_ms + 800),
+                    ));
+                    target.lose();
                     scenario.signal(pick, "-CONT");
                     faults.push(Fault {
                         kind: "holder paused",
@@ -1227,68 +1067,43 @@ mod faults {
                         helper: Some(pick),
                         loss: false,
                     });
-                    ("holder displaced, then a loss", None, true)
+                    ("holder displaced, then a loss", None, true, None)
                 }
-                7 | 8 if backend.name == "mysql" && random.between(0, 2) == 0 => {
-                    // Master-master: the other side takes writes, at times
-                    // after missing the last renewals.
-                    let lagging = random.between(0, 2) == 0;
-                    if lagging {
-                        pair.services("cut");
-                        thread::sleep(Duration::from_millis(random.between(200, 1_500)));
+                9 => {
+                    // Deleted by hand: everything of flakegen's, the healing
+                    // helpers' namespace (every one of them loses its lease),
+                    // or one record of the rebuilding helpers.
+                    let healing = scenario.namespace(Group::Healing);
+                    let rebuilding = scenario.namespace(Group::Rebuilding);
+                    match random.between(0, 3) {
+                        0 => {
+                            target.wipe(Wipe::Everything);
+                            ("everything wiped", None, true, None)
+                        }
+                        1 => {
+                            target.wipe(Wipe::Namespace(&healing));
+                            ("namespace wiped", None, true, None)
+                        }
+                        _ => {
+                            let worker = random.between(0, 4);
+                            target.wipe(Wipe::Record(&rebuilding, worker));
+                            ("record wiped", None, false, None)
+                        }
                     }
-                    pair.flip();
-                    let end_ns = now();
-                    pair.services("rejoin");
-                    faults.push(Fault {
-                        kind: if lagging {
-                            "master-master flip, lagging"
-                        } else {
-                            "master-master flip"
-                        },
-                        start_ns,
-                        end_ns,
-                        helper: None,
-                        loss: true,
-                    });
-                    rest_sometimes(&mut random);
-                    continue;
                 }
-                7 | 8 => {
-                    // The replica stops replicating, the primary goes on
-                    // confirming renewals it never gets, then the primary
-                    // dies and the replica is promoted.
-                    pair.services("cut");
-                    thread::sleep(Duration::from_millis(random.between(200, 1_500)));
-                    flakegen_contract::Failover::promote(pair);
-                    let end_ns = now();
-                    pair.services("rejoin");
-                    faults.push(Fault {
-                        kind: "failover to a lagging replica",
-                        start_ns,
-                        end_ns,
-                        helper: None,
-                        loss: true,
-                    });
-                    rest_sometimes(&mut random);
-                    continue;
-                }
-                _ if !redis => {
-                    for _ in 0..random.between(1, 4) {
-                        pair.lose();
-                        thread::sleep(Duration::from_millis(random.between(50, 300)));
-                    }
-                    ("truncate burst", None, true)
-                }
-                _ => {
-                    pair.services("restart");
-                    ("server restarted", None, true)
-                }
+                _ => match (target.server.fault)(target, choice, &mut random) {
+                    Some((kind, loss, ended)) => (kind, None, loss, ended),
+                    None => continue,
+                },
+            };
+            let end_ns = match ended {
+                Some(at) => now().saturating_sub(at.elapsed().as_nanos()),
+                None => now(),
             };
             faults.push(Fault {
                 kind,
                 start_ns,
-                end_ns: now(),
+                end_ns,
                 helper,
                 loss,
             });

@@ -1,12 +1,15 @@
 //! Registries that forget part of their history, with generators running:
-//! a failover to a replica that missed renewals, on each backend, through
-//! an address that follows the primary (and, for PostgreSQL, a URL that
-//! lists both servers); two writable masters; a dropped lease table; and a
-//! first install, which must not wait.
+//! a failover to a replica that missed renewals, on each registry's pair,
+//! through an address that follows the primary (and, for PostgreSQL, a URL
+//! that lists both servers); two writable masters; a dropped lease table;
+//! a lease table or a data directory restored, each told apart by one part
+//! of the marker's stamp alone; a restore in place that nothing tells, which
+//! only `Lease::wait_out_rollbacks` survives; and a new namespace, which
+//! waits once unless declared new.
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
-//! cargo test --features postgres,redis,mysql --test lease_history -- --nocapture
+//! cargo test --all-features --test lease_history -- --nocapture
 //! scripts/services.sh stop
 //! ```
 //!
@@ -19,7 +22,7 @@
 //! millisecond holds for the whole of the replica's lag (138,694–178,188
 //! duplicates per run). Each run prints its figures.
 
-#![cfg(remote)]
+#![cfg(feature = "remote")]
 
 mod common;
 
@@ -31,8 +34,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use flakegen::lease::{self, DEFAULT_SKEW, Lease, LeaseError};
 use flakegen::{BuildError, Builder, IdGenerator, IssueError, Layout, Snowflake};
 
-use common::backend::ALL;
-use common::pair::Pair;
+use common::replicated::Replicated;
+use common::server::{ALL, pairs, services};
 use flakegen_contract::Failover;
 
 /// One worker bit: A's id and the other.
@@ -123,7 +126,7 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
         let _stop = StopOnDrop(&stop);
         let a_calls = scope.spawn(|| issue(&a, &stop));
         let other_calls = scope.spawn(|| issue(&other, &stop));
-        common::backend::services(&["cut", pair]);
+        services(&["cut", pair]);
         // A renews twice on the primary, which the replica misses. Each
         // renewal is due a third of a TTL after the last; a busy machine
         // may delay it, which changes nothing here but the wait. (Beside
@@ -225,16 +228,16 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
     duplicates
 }
 
-/// The scenario on each backend's pair, clients following the primary
+/// The scenario on each registry's pair, clients following the primary
 /// through a forwarder.
 #[test]
 fn a_failover_to_a_lagging_replica_issues_no_id_twice() {
     let _serial = serial();
-    for &backend in ALL {
-        let pair = Pair::new(backend);
-        let name = format!("{}-pair", backend.service);
-        failover(&name, &name, &pair.url(), || Failover::promote(&pair));
-        pair.services("rejoin");
+    for server in pairs() {
+        let pair = Replicated::new(server);
+        let name = server.replicated;
+        failover(name, name, &pair.url(), || Failover::promote(&pair));
+        pair.services("rejoin", &[]);
     }
 }
 
@@ -244,24 +247,24 @@ fn a_failover_to_a_lagging_replica_issues_no_id_twice() {
 #[test]
 fn a_failover_followed_by_a_multi_host_url_issues_no_id_twice() {
     let _serial = serial();
-    let backend = &common::postgres::BACKEND;
+    let server = &common::postgres::SERVER;
     let address = |member: &str| {
-        let url = backend.member_url(member);
+        let url = server.member_url(member);
         let rest = url.split_once('@').unwrap().1;
         rest.split('/').next().unwrap().to_owned()
     };
-    let first = backend.member_url("a");
+    let first = server.member_url("a");
     let (base, _) = first.split_once('@').unwrap();
     let url = format!(
         "{base}@{},{}/postgres?target_session_attrs=read-write",
         address("a"),
         address("b")
     );
-    let pair = Pair::new(backend);
+    let pair = Replicated::new(server);
     failover("postgres, multi-host URL", "postgres-pair", &url, || {
-        pair.services("promote");
+        pair.services("promote", &[]);
     });
-    pair.services("rejoin");
+    pair.services("rejoin", &[]);
 }
 
 /// Two masters that both take writes cannot give a compare-and-set: a
@@ -270,11 +273,12 @@ fn a_failover_followed_by_a_multi_host_url_issues_no_id_twice() {
 #[test]
 fn two_writable_masters_are_refused_with_what_to_do() {
     let _serial = serial();
-    let pair = Pair::new(&common::mysql::BACKEND);
-    common::backend::services(&["writable", "mariadb-pair", "both"]);
+    let server = &common::mysql::SERVER;
+    let pair = Replicated::new(server);
+    pair.services("writable", &["both"]);
     let refused = (|| {
         for member in ["a", "b"] {
-            let url = common::mysql::BACKEND.member_url(member);
+            let url = server.member_url(member);
             let built = Builder::new()
                 .layout(TWO)
                 .lease(lease(&url, &namespace("two-masters")))
@@ -297,7 +301,7 @@ fn two_writable_masters_are_refused_with_what_to_do() {
         }
         Ok(())
     })();
-    common::backend::services(&["writable", "mariadb-pair", "one"]);
+    pair.services("writable", &["one"]);
     refused.unwrap();
     // One writable side again: leases there.
     let g = Builder::new()
@@ -308,80 +312,287 @@ fn two_writable_masters_are_refused_with_what_to_do() {
     g.next_id().unwrap();
 }
 
-/// A first install takes no wait: the tables flakegen creates together say
-/// nothing was lost. Dropping the lease table under running generators is
-/// a loss: they lease again, and a new build waits the TTL and the skew.
+/// A namespace the registry has no trace of is new or was emptied, and
+/// nothing tells which: its first build waits the TTL and the skew once,
+/// and says why. Declared new first (`flakegen leases init`), it builds at
+/// once; declared again once used, it is refused. On every registry's own
+/// server, at the default TTL and skew; each run prints the two first
+/// builds' times.
+#[test]
+fn a_new_namespace_waits_once_unless_declared_new() {
+    let _serial = serial();
+    let (ttl, skew) = (flakegen::lease::DEFAULT_TTL, DEFAULT_SKEW);
+    for server in ALL {
+        let url = server.url();
+        let registry = lease::connect(&url).unwrap();
+        let build = |ns: &str| {
+            let started = Instant::now();
+            let g = Builder::new()
+                .layout(TWO)
+                .lease(Lease::new(lease::connect(&url).unwrap(), ns))
+                .build_atomic()
+                .unwrap();
+            g.next_id().unwrap();
+            (g, started.elapsed())
+        };
+        let undeclared = namespace("new");
+        let (g, waited) = build(&undeclared);
+        let status = g.lease().unwrap();
+        assert!(
+            matches!(
+                status.start_cause,
+                flakegen::lease::StartCause::Marker { .. }
+            ) && waited >= ttl + skew - Duration::from_millis(50),
+            "{}: an undeclared new namespace's first build took {waited:?}: {status:?}",
+            server.name
+        );
+        let said = status.start_cause.to_string();
+        assert!(said.contains("flakegen leases init"), "{said}");
+        // Once the marker's wait is over, the namespace's next build does
+        // not wait again.
+        let (_, next) = build(&undeclared);
+        assert!(next < Duration::from_secs(2), "{}: {next:?}", server.name);
+
+        let declared = namespace("declared");
+        registry.declare_new(&declared).unwrap();
+        let (g, at_once) = build(&declared);
+        assert!(
+            at_once < Duration::from_secs(2) && g.lease().unwrap().starts <= SystemTime::now(),
+            "{}: a namespace declared new waited {at_once:?}",
+            server.name
+        );
+        assert!(
+            matches!(
+                registry.declare_new(&declared),
+                Err(LeaseError::NotNew { .. })
+            ),
+            "{}: a namespace in use was declared new",
+            server.name
+        );
+        println!(
+            "{}: a new namespace's first build took {waited:?} undeclared (TTL {ttl:?} + skew              {skew:?}), {at_once:?} declared new, {next:?} once the marker's wait was over",
+            server.name
+        );
+    }
+}
+
+/// Dropping the lease table under running generators is a loss: they
+/// lease again, and a new build waits the TTL and the skew.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 #[test]
-fn a_first_install_builds_at_once_and_a_dropped_table_is_a_loss() {
+fn a_dropped_lease_table_is_a_loss() {
     let _serial = serial();
-    for &backend in ALL.iter().filter(|b| b.admin.is_some()) {
-        let fresh = fresh_database(backend);
-        let ns = namespace("install");
-        let started = Instant::now();
+    for server in ALL
+        .iter()
+        .filter(|s| matches!(s.loss, common::server::Loss::Sql(_)))
+    {
+        let url = server.url();
+        let ns = namespace("dropped");
+        lease::connect(&url).unwrap().declare_new(&ns).unwrap();
         let g = Builder::new()
             .layout(TWO)
-            .lease(lease(&fresh, &ns))
+            .lease(lease(&url, &ns))
             .build_atomic()
             .unwrap();
         let id = g.next_id().unwrap();
-        let took = started.elapsed();
-        println!(
-            "{}: a first build on an empty database took {took:?}",
-            backend.name
-        );
-        assert!(
-            g.lease().unwrap().starts <= SystemTime::now() && took < Duration::from_secs(2),
-            "{}: a first install waited: {took:?}, {:?}",
-            backend.name,
-            g.lease()
-        );
-
         let dropped_at = system_ms(SystemTime::now());
-        backend.sql(&fresh, "DROP TABLE flakegen_leases");
+        server.services("sql", &["DROP TABLE flakegen_leases"]);
         // The holder loses its lease, and leases again under the new marker.
         let deadline = Instant::now() + HEAL_BOUND;
         while g.lease().unwrap().starts <= UNIX_EPOCH + Duration::from_millis(dropped_at) {
             assert!(
                 Instant::now() < deadline,
                 "{}: the holder never noticed the drop: {:?}",
-                backend.name,
+                server.name,
                 g.lease()
             );
             thread::sleep(Duration::from_millis(20));
         }
         let rule = dropped_at + (TTL + DEFAULT_SKEW).as_millis() as u64;
         let starts = system_ms(g.lease().unwrap().starts);
-        assert!(starts >= rule, "{}: {starts} < {rule}", backend.name);
+        assert!(starts >= rule, "{}: {starts} < {rule}", server.name);
         // A new build waits for the loss rule too.
         let h = Builder::new()
             .layout(TWO)
-            .lease(lease(&fresh, &ns))
+            .lease(lease(&url, &ns))
             .max_wait(HEAL_BOUND)
             .build_atomic()
             .unwrap();
         let first = h.next_id().unwrap();
-        assert!(unix_ms(first) >= rule, "{}", backend.name);
-        assert!(first > id, "{}", backend.name);
+        assert!(unix_ms(first) >= rule, "{}", server.name);
+        assert!(first > id, "{}", server.name);
+    }
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+/// One id: A holds it and issues; a copy of the registry is taken
+/// (`save`); A renews for longer than a TTL; the copy comes back
+/// (`restore`: a lease table from its dump, a data directory copied,
+/// a clone promoted); B builds on the only id as soon as it can, and both
+/// issue. Returns the IDs issued twice.
+fn restored(
+    name: &str,
+    pair: &Replicated,
+    (ttl, rollbacks): (Duration, bool),
+    save: impl FnOnce(),
+    restore: impl FnOnce(),
+) -> usize {
+    let url = pair.url();
+    let ns = namespace("restored");
+    lease::connect(&url).unwrap().declare_new(&ns).unwrap();
+    let terms = |ns: &str| lease(&url, ns).ttl(ttl).wait_out_rollbacks(rollbacks);
+    let a = Builder::new()
+        .layout(ONE)
+        .lease(terms(&ns))
+        .build_atomic()
+        .unwrap();
+    let stop = AtomicBool::new(false);
+    let b = std::sync::OnceLock::new();
+    let (a_ids, b_ids) = thread::scope(|scope| {
+        let _stop = StopOnDrop(&stop);
+        let a_calls = scope.spawn(|| issue(&a, &stop));
+        thread::sleep(Duration::from_millis(500));
+        save();
+        // Past a TTL: the copy's record of A has expired by the time it
+        // comes back, and its fence is far behind A's.
+        thread::sleep(ttl + Duration::from_millis(700));
+        restore();
+        let restored_at = Instant::now();
+        let b = loop {
+            match Builder::new()
+                .layout(ONE)
+                .lease(terms(&ns))
+                .max_wait(HEAL_BOUND)
+                .build_atomic()
+            {
+                Ok(built) => break b.get_or_init(|| built),
+                Err(BuildError::Lease(
+                    LeaseError::AllHeld { .. }
+                    | LeaseError::Unreachable { .. }
+                    | LeaseError::ReadOnly { .. },
+                )) if restored_at.elapsed() < Duration::from_secs(30) => {
+                    thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("{name}: B: {e}"),
+            }
+        };
+        let stop = &stop;
+        let b_calls = scope.spawn(move || issue(b, stop));
+        thread::sleep(ttl + DEFAULT_SKEW + Duration::from_secs(1));
+        stop.store(true, Ordering::Relaxed);
+        (a_calls.join().unwrap().0, b_calls.join().unwrap().0)
+    });
+    let mut all: Vec<Snowflake> = a_ids.iter().chain(&b_ids).map(|i| i.0).collect();
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    let duplicates = count - all.len();
+    println!(
+        "{name}{}: {} IDs from A, {} from B, {duplicates} issued twice",
+        if rollbacks {
+            ", waiting out rollbacks"
+        } else {
+            ""
+        },
+        a_ids.len(),
+        b_ids.len()
+    );
+    duplicates
+}
+
+/// One id, 1 ms units.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+const ONE: Layout = Layout::builder().worker_bits(0).build_const();
+
+/// Each part of a marker's stamp is the only one to tell some restore,
+/// and tells it: removing it from the stamp lets the scenario of
+/// [`restored`] issue IDs twice.
+///
+/// - PostgreSQL, the lease table's oid: the table restored from a dump
+///   with its sentinel row (the same cluster, timeline and sentinel).
+/// - MariaDB, the table's creation time: the same, on the same server.
+/// - MariaDB, the server's identity: a replica cloned from a copy of the
+///   data directory (the same table, created at the same moment, and the
+///   same sentinel), then promoted.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[test]
+fn each_part_of_a_stamp_alone_tells_a_restore() {
+    let _serial = serial();
+    #[cfg(feature = "postgres")]
+    {
+        let pair = Replicated::new(&common::postgres::SERVER);
+        let twice = restored(
+            "postgres, the lease table restored from a dump",
+            &pair,
+            (TTL, false),
+            || drop(pair.services("dump", &[])),
+            || drop(pair.services("undump", &[])),
+        );
         assert_eq!(
-            g.lease().unwrap().state,
-            flakegen::lease::LeaseState::Held,
-            "{}",
-            backend.name
+            twice, 0,
+            "postgres: the lease table's oid did not tell the restore"
+        );
+    }
+    #[cfg(feature = "mysql")]
+    {
+        let pair = Replicated::new(&common::mysql::SERVER);
+        let twice = restored(
+            "mysql, the lease table restored from a dump",
+            &pair,
+            (TTL, false),
+            || drop(pair.services("dump", &[])),
+            || drop(pair.services("undump", &[])),
+        );
+        assert_eq!(
+            twice, 0,
+            "mysql: the lease table's creation time did not tell the restore"
+        );
+        let twice = restored(
+            "mysql, a clone of the data directory promoted",
+            &pair,
+            (TTL, false),
+            || drop(pair.services("clone", &[])),
+            || Failover::promote(&pair),
+        );
+        pair.services("rejoin", &[]);
+        assert_eq!(
+            twice, 0,
+            "mysql: the server's identity did not tell the clone"
         );
     }
 }
 
-/// A database of its own on the backend's server: nothing of flakegen's in it.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-fn fresh_database(backend: &common::backend::Backend) -> String {
-    let url = backend.url();
-    let name = format!(
-        "flakegen_fresh_{}_{}",
-        std::process::id(),
-        system_ms(SystemTime::now())
+/// A restore in place that nothing in the registry can tell: a copy of
+/// MariaDB's data directory put back on the same host and port (the same
+/// server, tables, sentinel: only older). By default the copy's records
+/// are trusted, and IDs are issued twice; with `Lease::wait_out_rollbacks`,
+/// every grant waits the TTL and the skew past its read, and none is. At a
+/// TTL of 8 s: the server's restart for the restore takes seconds, and A
+/// must still be issuing below its fence when it is back.
+#[cfg(feature = "mysql")]
+#[test]
+fn a_restore_in_place_needs_waiting_out_rollbacks() {
+    let _serial = serial();
+    let pair = Replicated::new(&common::mysql::SERVER);
+    let run = |rollbacks| {
+        let twice = restored(
+            "mysql, its data directory restored in place",
+            &pair,
+            (Duration::from_secs(8), rollbacks),
+            || drop(pair.services("backup", &[])),
+            || drop(pair.services("unbackup", &[])),
+        );
+        pair.services("rejoin", &[]);
+        twice
+    };
+    assert!(
+        run(false) > 0,
+        "mysql: a data directory restored in place was told from the original: this scenario \
+         no longer shows what the rollback mode is for"
     );
-    backend.sql(&url, &format!("CREATE DATABASE {name}"));
-    let (base, _) = url.rsplit_once('/').unwrap();
-    format!("{base}/{name}")
+    assert_eq!(
+        run(true),
+        0,
+        "mysql: IDs issued twice while waiting out rollbacks"
+    );
 }

@@ -1,13 +1,11 @@
 //! What a registry says when its server refuses: each message names the
 //! cause and what to do. Against the real servers (`scripts/services.sh`).
 
-#![cfg(remote)]
+#![cfg(feature = "remote")]
 
 mod common;
 
-#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 use flakegen::lease::LeaseError;
-#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 use flakegen::lease::backend::{Expect, NewRecord, Registry};
 
 /// `url` with its user name, password and database replaced.
@@ -29,14 +27,14 @@ fn refused_with_the_ddl(registry: &dyn Registry, server_says: &str, ddl: &str) {
         assert!(message.contains(server_says), "{message}");
         assert!(message.contains(ddl), "{message}");
         assert!(
-            message.contains("GRANT SELECT, INSERT, UPDATE ON flakegen_leases"),
+            message
+                .contains("GRANT SELECT, INSERT, UPDATE ON flakegen_leases, flakegen_namespaces"),
             "{message}"
         );
     }
 }
 
 /// Every storage step, so each path to the server is asked once.
-#[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
 fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
     let write = NewRecord {
         holder: "h",
@@ -55,14 +53,46 @@ fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
     ]
 }
 
+/// A wrong password, on every registry, is said as wrong credentials, in
+/// the registry's own URL terms, by every storage step.
+#[test]
+fn a_wrong_password_is_said_as_credentials_on_every_registry() {
+    for server in common::server::ALL {
+        let url = server.url();
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let (userinfo, rest) = rest.rsplit_once('@').unwrap();
+        let user = userinfo.split(':').next().unwrap();
+        let wrong = format!("{scheme}://{user}:wrong-password@{rest}");
+        let registry = flakegen::lease::connect(&wrong).unwrap();
+        for e in every_step(&*registry) {
+            assert!(
+                matches!(e, LeaseError::Unauthorized { .. }),
+                "{}: {e:?}",
+                server.name
+            );
+            let message = e.to_string();
+            assert!(
+                message.contains(&format!("{scheme}://")) && message.contains("password"),
+                "{}: {message}",
+                server.name
+            );
+            assert!(
+                !message.contains("wrong-password"),
+                "{}: {message}",
+                server.name
+            );
+        }
+    }
+}
+
 /// An application role that may not create tables (PostgreSQL 15's default
 /// for the public schema) is told how to have the table made for it.
 #[cfg(feature = "postgres")]
 #[test]
 fn a_role_that_may_not_create_the_table_is_told_how_to_get_it() {
-    let postgres = &common::postgres::BACKEND;
+    let postgres = &common::postgres::SERVER;
     let admin_url = postgres.url();
-    let admin = |sql: &str| postgres.sql(&admin_url, sql);
+    let admin = |sql: &str| drop(postgres.services("sql", &[sql]));
     let database = format!("flakegen_forbidden_{}", std::process::id());
     admin(&format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"));
     admin("DROP ROLE IF EXISTS flakegen_app");
@@ -82,7 +112,7 @@ fn a_role_that_may_not_create_the_table_is_told_how_to_get_it() {
 #[cfg(feature = "redis")]
 #[test]
 fn a_redis_that_wants_a_password_says_so() {
-    let url = as_user(&common::redis::BACKEND.url(), "", "0");
+    let url = as_user(&common::redis::SERVER.url(), "", "0");
     let registry = flakegen::lease::RedisRegistry::new(&url).unwrap();
     for e in every_step(&registry) {
         assert!(matches!(e, LeaseError::Unauthorized { .. }), "{e:?}");
@@ -99,8 +129,8 @@ fn a_redis_that_wants_a_password_says_so() {
 fn a_mysql_user_that_may_not_create_the_table_is_told_how_to_get_it() {
     let database = format!("flakegen_forbidden_{}", std::process::id());
     let user = format!("flakegen_app_{}", std::process::id());
-    let mysql = &common::mysql::BACKEND;
-    let admin = |sql: &str| mysql.sql(&mysql.url(), sql);
+    let mysql = &common::mysql::SERVER;
+    let admin = |sql: &str| drop(mysql.services("sql", &[sql]));
     admin(&format!(
         "DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database}; \
          DROP USER IF EXISTS {user}; CREATE USER {user} IDENTIFIED BY 'app'; \
@@ -119,7 +149,7 @@ fn a_mysql_user_that_may_not_create_the_table_is_told_how_to_get_it() {
 #[cfg(feature = "mysql")]
 #[test]
 fn a_mysql_database_that_does_not_exist_is_named() {
-    let url = common::mysql::BACKEND.url();
+    let url = common::mysql::SERVER.url();
     let (base, _) = url.rsplit_once('/').unwrap();
     let registry = flakegen::lease::MysqlRegistry::new(&format!("{base}/no_such_db")).unwrap();
     for e in every_step(&registry) {
@@ -135,7 +165,7 @@ fn a_mysql_database_that_does_not_exist_is_named() {
 #[cfg(feature = "mysql")]
 #[test]
 fn a_wrong_mysql_password_is_said_as_credentials() {
-    let url = common::mysql::BACKEND.url();
+    let url = common::mysql::SERVER.url();
     let database = url.rsplit('/').next().unwrap();
     let url = as_user(&url, "flakegen:wrong@", database);
     let registry = flakegen::lease::MysqlRegistry::new(&url).unwrap();

@@ -5,14 +5,14 @@
 //!
 //! One test stops a server, so the tests of this file run one at a time.
 
-#![cfg(remote)]
+#![cfg(feature = "remote")]
 
 mod common;
 
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use common::backend::{ALL, unknown_ca};
+use common::server::{ALL, unknown_ca};
 use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, Layout};
 
@@ -77,6 +77,7 @@ fn a_plain_client_where_tls_is_wanted_is_told_so() {
         let plain = match url.split_once("://") {
             Some(("rediss", rest)) => format!("redis://{}", rest.split('?').next().unwrap()),
             Some(("mysql", _)) => url.split('?').next().unwrap().to_owned(),
+            Some(("etcds", rest)) => format!("etcd://{}", rest.split('?').next().unwrap()),
             _ => url.replace("sslmode=verify-full", "sslmode=disable"),
         };
         let e = first_error(&plain);
@@ -100,9 +101,9 @@ fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
     for backend in ALL {
         let registry = lease::connect(&backend.url()).unwrap();
         registry.read("reset", 1, None).unwrap();
-        backend.services("stop");
+        backend.services("stop", &[]);
         let dropped = registry.read("reset", 1, None);
-        backend.services("start");
+        backend.services("start", &[]);
         let e = dropped.unwrap_err();
         assert!(
             matches!(e, LeaseError::Unreachable { .. }),

@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use flakegen::lease::backend::{
-    Expect, Inspect, NewRecord, Registry, Severity, TimeBase, Transport, Verified,
+use flakegen::lease::backend::{Expect, NewRecord, Registry, TimeBase};
+use flakegen::lease::inspect::{Condition, Inspect, Severity, Transport, Verified};
+use flakegen::lease::{
+    ClockVerdict, DEFAULT_SKEW, DEFAULT_TIMEOUT, DEFAULT_TTL, Lease, LeaseError,
 };
-use flakegen::lease::{ClockVerdict, DEFAULT_SKEW, DEFAULT_TIMEOUT, DEFAULT_TTL, LeaseError};
 
 use crate::Failed;
 use crate::show;
@@ -21,11 +22,11 @@ pub(crate) const CHECK_NAMESPACE: &str = "flakegen leases check (permissions tes
 /// namespace of its own, which no generator leases from.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// The registry: a mysql:// (or mariadb://), postgres:// or redis://
-    /// URL, as the generators are given it.
+    #[arg(env = "FLAKEGEN_LEASE_URL", help = crate::leases::url_help())]
     url: String,
-    /// A namespace whose marker to report, as in `Lease::new(registry,
-    /// namespace)`; the check writes nothing in it.
+    /// The namespace to report on, as in `Lease::new(registry, namespace)`
+    /// (the check writes nothing in it); without it, every namespace the
+    /// registry holds.
     #[arg(long)]
     namespace: Option<String>,
     /// The generators' TTL (`Lease::ttl`), in ms: what a detected loss
@@ -140,6 +141,13 @@ fn topic(e: &LeaseError) -> &'static str {
 }
 
 fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findings) {
+    // The terms the report speaks of: those generators would take.
+    let lease = Lease::new(Arc::clone(&registry), CHECK_NAMESPACE)
+        .ttl(std::time::Duration::from_millis(args.ttl_ms))
+        .skew(std::time::Duration::from_millis(args.skew_ms));
+    if let Err(e) = lease.validate(&flakegen::Layout::TWITTER) {
+        return findings.add(Level::Fail, "terms", format!("--ttl-ms and --skew-ms: {e}"));
+    }
     let Some(inspect) = registry.inspect() else {
         return findings.add(
             Level::Warn,
@@ -300,47 +308,60 @@ fn write_test(args: &Args, registry: &dyn Registry, findings: &mut Findings) {
     }
 }
 
-/// The marker in force, as it stands before the check writes anything.
+/// What the registry vouches for in the namespace asked about, or in every
+/// one it holds, as it stands before the check writes anything.
 fn marker(args: &Args, inspect: &dyn Inspect, findings: &mut Findings) {
-    let namespace = args.namespace.as_deref().unwrap_or(CHECK_NAMESPACE);
-    let marker = match inspect.list(namespace) {
-        Ok(listing) => listing.marker_unix_millis,
-        // Nothing yet: the write test creates the tables, as a first
-        // generator would, and says so.
-        Err(LeaseError::NoLeases { .. }) => {
-            return findings.add(
-                Level::Ok,
-                "marker",
-                "no lease table yet: the first generator (or this check) creates it, new",
-            );
-        }
-        Err(e) => return findings.fail(&e),
+    let namespaces = match &args.namespace {
+        Some(namespace) => vec![namespace.clone()],
+        None => match inspect.namespaces() {
+            Ok(mut all) => {
+                all.retain(|ns| ns != CHECK_NAMESPACE);
+                all
+            }
+            Err(LeaseError::NoLeases { .. }) => vec![],
+            Err(e) => return findings.fail(&e),
+        },
     };
-    match marker {
-        Some(0) => findings.add(
+    if namespaces.is_empty() {
+        return findings.add(
             Level::Ok,
-            "marker",
-            "the lease table was created by flakegen, and has lost nothing since",
-        ),
-        Some(marker) => findings.add(
+            "namespaces",
+            "no namespace has a trace here: a new registry, or one that lost or had deleted \
+             everything of flakegen's (a restart without persistence, FLUSHALL, tables \
+             dropped). Each namespace's first build waits the TTL and the skew allowance \
+             once; `flakegen leases init` declares a new one so that it starts at once",
+        );
+    }
+    const SHOWN: usize = 20;
+    for namespace in namespaces.iter().take(SHOWN) {
+        let listing = match inspect.list(namespace) {
+            Ok(listing) => listing,
+            Err(LeaseError::NoLeases { .. }) => {
+                return findings.add(
+                    Level::Ok,
+                    "namespaces",
+                    "no lease table yet: the first generator (or this check) creates it",
+                );
+            }
+            Err(e) => return findings.fail(&e),
+        };
+        let condition = listing.condition();
+        let level = match &condition {
+            Condition::Vouched { gone, .. } if gone.is_empty() => Level::Ok,
+            Condition::NoTrace if args.namespace.is_none() => Level::Ok,
+            _ => Level::Warn,
+        };
+        findings.add(level, "namespace", format!("{namespace:?}: {condition}"));
+    }
+    if namespaces.len() > SHOWN {
+        findings.add(
             Level::Ok,
-            "marker",
+            "namespaces",
             format!(
-                "the registry vouches for its records since {} (its data began, or it \
-                 detected a loss, then)",
-                show::time(marker)
+                "{} more namespaces not shown: name one with --namespace",
+                namespaces.len() - SHOWN
             ),
-        ),
-        None => findings.add(
-            Level::Warn,
-            "marker",
-            format!(
-                "no marker in force for namespace {namespace:?}: nothing leased there since \
-                 the registry lost its data or its history changed (a restart without \
-                 persistence, a TRUNCATE, a failover, a restore); the next acquisition \
-                 writes one, and its ids wait the TTL and the skew after it"
-            ),
-        ),
+        );
     }
 }
 

@@ -1,5 +1,7 @@
-//! `flakegen leases`: every record of a namespace, as a table or JSON, or
-//! the namespaces a registry holds. It writes nothing.
+//! `flakegen leases`: every record of a namespace, as a table or JSON, and
+//! what the registry vouches for in it; or the namespaces a registry holds.
+//! It writes nothing. `leases check` checks the registry; `leases init`
+//! declares a namespace new.
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -7,23 +9,24 @@ use std::time::SystemTime;
 use clap::Subcommand;
 use flakegen::Layout;
 use flakegen::lease::LeaseError;
-use flakegen::lease::backend::{Listing, RecordState, Registry};
+use flakegen::lease::backend::{RecordState, Registry};
+use flakegen::lease::inspect::{Condition, Listing};
 
 use crate::Failed;
 use crate::check;
 use crate::show;
 
 /// The leases of a namespace in a registry: each id's holder, fence and
-/// expiry, and the marker; or, with `--namespaces`, the namespaces there.
-/// It writes nothing. `leases check <URL>` checks the registry itself.
+/// expiry, and what the registry vouches for; or, with `--namespaces`, the
+/// namespaces there. It writes nothing. `leases check <URL>` checks the
+/// registry itself; `leases init <URL> --namespace N` declares a new
+/// namespace.
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct Args {
     #[command(subcommand)]
     command: Option<Command>,
-    /// The registry: a mysql:// (or mariadb://), postgres:// or redis://
-    /// URL, as the generators are given it.
-    #[arg(required = true)]
+    #[arg(required = true, env = "FLAKEGEN_LEASE_URL", help = url_help())]
     url: Option<String>,
     /// The namespace, as in `Lease::new(registry, namespace)`.
     #[arg(long, required_unless_present = "namespaces")]
@@ -40,18 +43,59 @@ pub(crate) struct Args {
     json: bool,
 }
 
+/// The help of a registry URL argument: every registry flakegen knows, as
+/// the library's table lists them.
+pub(crate) fn url_help() -> String {
+    format!(
+        "The registry: a {} URL, as the generators are given it; or \
+         FLAKEGEN_LEASE_URL, which keeps a password out of the command line",
+        flakegen::lease::RegistryKind::schemes_said()
+    )
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Check a registry before generators rely on it: reachable, TLS as
     /// negotiated, credentials and permissions (one write, in a namespace
-    /// of the check's own), the clock against the skew allowance, the
-    /// marker, durability, and the replication around the server.
+    /// of the check's own), the clock against the skew allowance, what the
+    /// registry vouches for in each namespace, durability, and the
+    /// replication around the server.
     Check(check::Args),
+    /// Declare a namespace new, before its first build: its first
+    /// generators start at once instead of waiting the TTL and the skew
+    /// allowance, which a namespace the registry has no trace of costs
+    /// (it may be new, or emptied, and nothing tells which). Refused where
+    /// the registry holds any trace of it. Whoever runs it vouches that no
+    /// generator ever leased in it, or that all that did stopped for longer
+    /// than the TTL and the skew.
+    Init(Init),
+}
+
+#[derive(clap::Args)]
+pub(crate) struct Init {
+    #[arg(env = "FLAKEGEN_LEASE_URL", help = url_help())]
+    url: String,
+    /// The namespace, as in `Lease::new(registry, namespace)`.
+    #[arg(long)]
+    namespace: String,
+}
+
+fn init(args: &Init) -> Result<(), Failed> {
+    let registry = flakegen::lease::connect(&args.url)?;
+    registry.declare_new(&args.namespace)?;
+    say!(
+        "namespace {:?} declared new in {}: its first generators start at once",
+        args.namespace,
+        show::redacted(&args.url)
+    );
+    Ok(())
 }
 
 pub(crate) fn run(args: Args) -> Result<(), Failed> {
-    if let Some(Command::Check(check)) = args.command {
-        return check::run(&check);
+    match args.command {
+        Some(Command::Check(check)) => return check::run(&check),
+        Some(Command::Init(init_args)) => return init(&init_args),
+        None => {}
     }
     let Some(url) = args.url else {
         unreachable!("clap requires the URL without a subcommand");
@@ -90,19 +134,20 @@ pub(crate) fn run(args: Args) -> Result<(), Failed> {
         unreachable!("clap requires a namespace without --namespaces");
     };
     let namespace = namespace.as_str();
-    if !namespaces.iter().any(|ns| ns == namespace) && namespace != check::CHECK_NAMESPACE {
-        let known = if namespaces.is_empty() {
-            "none has".to_owned()
-        } else {
-            format!("those that have: {}", namespaces.join(", "))
-        };
-        return Err(Failed(Some(format!(
-            "namespace {namespace:?} has no records here: no generator leased in it ({known}); \
-             check its spelling against the generators' Lease::new"
-        ))));
-    }
     let before = show::unix_millis(SystemTime::now());
     let listing = inspect.list(namespace)?;
+    if listing.condition() == Condition::NoTrace {
+        let known = if namespaces.is_empty() {
+            "no namespace here has one".to_owned()
+        } else {
+            format!("those here that have one: {}", namespaces.join(", "))
+        };
+        return Err(Failed(Some(format!(
+            "namespace {namespace:?}: {}. Check its spelling against the generators' \
+             Lease::new ({known})",
+            listing.condition()
+        ))));
+    }
     let after = show::unix_millis(SystemTime::now());
     let here = before / 2 + after / 2;
     if args.json {
@@ -141,21 +186,7 @@ fn print_table(url: &str, namespace: &str, listing: &Listing, here: u64, layout:
         show::time(now),
         show::lead(now, here)
     );
-    match listing.marker_unix_millis {
-        Some(0) => {
-            say!("marker     table created by flakegen, no loss since: every record is vouched for")
-        }
-        Some(marker) => say!(
-            "marker     {}: the registry vouches for its records since then (its data began, \
-             or a loss was detected); records under an older marker are void",
-            show::time(marker)
-        ),
-        None => say!(
-            "marker     none in force: the registry lost its data or its history changed (a \
-             TRUNCATE, a restart, a failover, a restore); every record is void, and the next \
-             acquisition writes a marker and waits the TTL and the skew after it"
-        ),
-    }
+    say!("vouched    {}", listing.condition());
     if let Some(layout) = layout {
         let workers = layout.max_worker() + 1;
         let recorded = listing
@@ -238,6 +269,8 @@ fn print_json(url: &str, namespace: &str, listing: &Listing, here: u64, layout: 
         "server_unix_ms": now,
         "host_ahead_ms": show::lead_millis(now, here),
         "marker_unix_ms": listing.marker_unix_millis,
+        "high_water": listing.high_water,
+        "condition": listing.condition().to_string(),
         "records": records,
     });
     say!("{object}");

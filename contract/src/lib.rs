@@ -13,8 +13,8 @@
 //! lease, issue and heal as services do, and check the IDs.
 //!
 //! Give the suite a [`Fixture`]: your registry, and the faults the suite
-//! puts it through (its data lost; with capabilities, its server frozen or
-//! failed over to a replica). [`suite!`] writes one `#[test]` per rule in
+//! puts it through (its data lost, or deleted by hand; with capabilities,
+//! its server frozen or failed over to a replica). [`suite!`] writes one `#[test]` per rule in
 //! the module it is called in:
 //!
 //! ```
@@ -22,7 +22,7 @@
 //!
 //! use flakegen::lease::MemoryRegistry;
 //! use flakegen::lease::backend::Registry;
-//! use flakegen_contract::Fixture;
+//! use flakegen_contract::{Fixture, Wipe};
 //!
 //! /// Stands for your registry, with a way to lose its data.
 //! struct Memory(MemoryRegistry);
@@ -36,6 +36,14 @@
 //!     }
 //!     fn lose_data(&self) {
 //!         self.0.lose_data();
+//!     }
+//!     fn wipe(&self, wipe: Wipe<'_>) {
+//!         match wipe {
+//!             Wipe::Everything => self.0.lose_data(),
+//!             Wipe::Namespace(namespace) => self.0.delete_namespace(namespace),
+//!             Wipe::Record(namespace, worker) => self.0.delete_record(namespace, worker),
+//!             _ => unreachable!("the kinds of wipe this suite knows"),
+//!         }
 //!     }
 //! }
 //!
@@ -81,6 +89,8 @@ pub mod steps;
 mod store;
 #[doc(hidden)]
 pub mod support;
+#[doc(hidden)]
+pub mod wipes;
 
 /// A registry under test, and the faults the suite puts it through.
 ///
@@ -101,6 +111,13 @@ pub trait Fixture: Send + Sync {
     /// production.
     fn lose_data(&self);
 
+    /// Deletes data of the registry's by hand, as an operator or a script
+    /// would, with the server's own tools (`FLUSHALL`, `DROP TABLE`,
+    /// `DELETE`, `etcdctl del`), not through the registry: see [`Wipe`].
+    /// Returns once the data is gone; clients connected before must see it
+    /// on their next call.
+    fn wipe(&self, wipe: Wipe<'_>);
+
     /// Stops the registry's server from answering, without closing its
     /// connections (`SIGSTOP`), until the guard is dropped; `None` if this
     /// fixture cannot (then leave `freeze` out of [`suite!`]'s capabilities).
@@ -114,6 +131,20 @@ pub trait Fixture: Send + Sync {
     fn failover(&self) -> Option<&dyn Failover> {
         None
     }
+}
+
+/// What [`Fixture::wipe`] deletes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Wipe<'a> {
+    /// Everything of flakegen's in the registry's store: every namespace's
+    /// records and markers, and whatever else the registry keeps there (a
+    /// `FLUSHALL`, both tables dropped, the key prefix deleted).
+    Everything,
+    /// Everything of one namespace: its records, its marker, its indexes.
+    Namespace(&'a str),
+    /// One id's record in a namespace, and nothing else.
+    Record(&'a str, u64),
 }
 
 /// A registry whose server has a replica, and the failover that promotes
@@ -198,6 +229,7 @@ macro_rules! suite {
             swap_says_when_it_wrote_by_the_servers_clock,
             mark_keeps_the_marker_in_force_and_never_moves_it_back,
             read_returns_what_an_acquisition_chooses_from,
+            a_mark_after_a_wipe_is_no_earlier_than_the_wipe,
         );
         $crate::__tests!(rules:
             each_generator_gets_its_own_id_until_all_are_held,
@@ -224,6 +256,13 @@ macro_rules! suite {
             a_healing_holder_and_a_new_build_race_for_one_id,
             a_healed_generator_issues_nothing_below_its_new_start,
             a_release_after_a_heal_lowers_only_the_new_lease,
+        );
+        $crate::__tests!(wipes:
+            a_wipe_of_everything_issues_no_id_twice,
+            a_wipe_of_a_namespace_issues_no_id_twice,
+            a_wipe_of_a_record_issues_no_id_twice,
+            every_id_can_be_leased_again_after_a_wipe,
+            a_namespace_declared_new_starts_at_once,
         );
         $crate::__if_tokio!(in_tokio:
             a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id,

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::backend::{Expect, Listing, NewRecord, Registry, Snapshot, TimeBase};
+use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot, TimeBase};
+use flakegen::lease::inspect::Listing;
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
 use flakegen::{
     BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use flakegen::lease::backend::{Expect, NewRecord, Record, Registry, TimeBase};
 
-use crate::Fixture;
 use crate::store::{SKEW, Store, namespace, now_ms};
+use crate::{Fixture, Wipe};
 
 /// Reads `worker`'s record, as a registry returns it for `prefer`.
 fn record(registry: &dyn Registry, ns: &str, worker: u64) -> Option<Record> {
@@ -265,10 +265,10 @@ pub fn mark_keeps_the_marker_in_force_and_never_moves_it_back(fixture: &dyn Fixt
 }
 
 /// A read returns what an acquisition chooses from (see
-/// `Registry::read`): the lowest id with no record under the marker, the
-/// free record with the earliest fence, an expired one, the one asked for,
-/// and the server's clock and marker. A registry's own bookkeeping (an
-/// index of free and held ids, a cursor for the fresh one) must keep up
+/// `Registry::read`): the high-water mark, an id below it with no record,
+/// the free record with the earliest fence, an expired one, the one asked
+/// for, and the server's clock and marker. A registry's own bookkeeping (an
+/// index of free and held ids, a cursor for unrecorded ones) must keep up
 /// with every write.
 pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
@@ -321,9 +321,14 @@ pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
         snapshot.server_unix_millis
     );
     assert_eq!(
-        snapshot.fresh,
-        Some(4),
-        "{name}: read's fresh id is not the lowest id with no record (4): {ids:?}"
+        snapshot.high_water, 7,
+        "{name}: read's high-water mark is not one past the highest id written (7): {ids:?}"
+    );
+    assert!(
+        snapshot.unrecorded.contains(&4),
+        "{name}: read did not name id 4, below the high-water mark with no record, as \
+         unrecorded: {:?}",
+        snapshot.unrecorded
     );
     assert!(
         ids.contains(&2),
@@ -345,18 +350,51 @@ pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
             );
         }
     }
-    // Past every id with a record: the fresh id moves on as they fill.
+    // The gap filled, nothing below the mark is unrecorded; a write past
+    // the mark raises it.
     put(4, "live", 60_000, now + 60_000);
     let snapshot = registry.read(&ns, 8, None).unwrap();
     assert_eq!(
-        snapshot.fresh,
-        Some(7),
-        "{name}: read's fresh id is not the lowest id with no record (7)"
+        (snapshot.high_water, snapshot.unrecorded.as_slice()),
+        (7, &[][..]),
+        "{name}: read's high-water mark and unrecorded ids once every id below 7 has a record"
     );
     put(7, "live", 60_000, now + 60_000);
     let snapshot = registry.read(&ns, 8, None).unwrap();
     assert_eq!(
-        snapshot.fresh, None,
-        "{name}: read found a fresh id where every id has a record"
+        snapshot.high_water, 8,
+        "{name}: a swap at the high-water mark did not raise it"
+    );
+}
+
+/// A namespace with no marker is new or was emptied, and nothing in an
+/// empty store tells which: the marker written for one after a wipe is no
+/// earlier than the wipe (see `Registry::mark`).
+pub fn a_mark_after_a_wipe_is_no_earlier_than_the_wipe(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let ns = namespace("step-wipe");
+    let marker = marker(&*registry, &ns);
+    let expect = Expect {
+        marker_unix_millis: marker,
+        version: None,
+    };
+    registry
+        .swap(&ns, 0, expect, &held("a", 1, now_ms() + 60_000))
+        .unwrap();
+    let before = now_ms();
+    store.wipe(Wipe::Namespace(&ns));
+    let snapshot = registry.read(&ns, 4, None).unwrap();
+    assert_eq!(
+        snapshot.marker_unix_millis, None,
+        "{name}: read found a marker in a namespace whose keys or rows were all deleted"
+    );
+    let after = registry.mark(&ns).unwrap();
+    assert!(
+        after >= before,
+        "{name}: mark dated an emptied namespace at unix ms {after}, before it was emptied \
+         ({before}): an empty namespace proves nothing, and its marker must be the moment \
+         it was found"
     );
 }

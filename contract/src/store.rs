@@ -8,7 +8,7 @@ use flakegen::lease::Lease;
 use flakegen::lease::backend::{Expect, NewRecord, Record, Registry};
 use flakegen::{Builder, Clock, Layout, SystemClock};
 
-use crate::{Failover, Fixture, Frozen};
+use crate::{Failover, Fixture, Frozen, Wipe};
 
 /// The terms the suite leases on: short, so that expiry and renewal happen
 /// within a test.
@@ -37,6 +37,11 @@ impl<'a> Store<'a> {
     /// The registry loses every record and its marker.
     pub(crate) fn lose_data(&self) {
         self.fixture.lose_data();
+    }
+
+    /// Data of the registry's deleted by hand.
+    pub(crate) fn wipe(&self, wipe: Wipe<'_>) {
+        self.fixture.wipe(wipe);
     }
 
     /// The registry stops answering until the guard is dropped.

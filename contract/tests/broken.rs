@@ -12,7 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use flakegen::lease::LeaseError;
 use flakegen::lease::backend::{Expect, NewRecord, Record, Registry, Snapshot};
-use flakegen_contract::Fixture;
+use flakegen_contract::{Fixture, Wipe};
 
 /// The one promise a registry breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,26 +28,35 @@ enum Break {
     MarkSaysZero,
     /// After a loss, `mark` dates the data's start 10 s before it.
     MarkBeforeTheLoss,
+    /// `mark` dates a namespace it has no trace of from the store's start,
+    /// as if nothing could have been lost before it was seen: an emptied
+    /// namespace trusted as new.
+    MarkTrustsAnEmptyNamespace,
     /// `read` keeps an index of free ids that a write which holds one
     /// again does not update.
     ReadsAStaleFreeIndex,
-    /// `read` keeps a fresh-id cursor that no write moves.
-    ReadsAStaleCursor,
+    /// `swap` leaves the high-water mark where it was.
+    SwapLeavesTheMark,
+    /// `read` says no id below the high-water mark is unrecorded.
+    ReadsNoUnrecorded,
 }
 
-/// A namespace's data: its marker, and its records by worker id.
+/// A namespace's data: its marker and high-water mark, and its records by
+/// worker id.
 #[derive(Default)]
 struct Namespace {
     marker: Option<u64>,
+    high_water: u64,
     records: HashMap<u64, Record>,
     /// `ReadsAStaleFreeIndex`: the ids once written free.
     free_index: Vec<u64>,
 }
 
 struct State {
-    /// When the store's data began (ms since 1970): 0 for a new store,
-    /// which has lost nothing.
+    /// When the store's data began (ms since 1970): 0 for a new store.
     began: u64,
+    /// When the store last lost its data (ms since 1970), if it did.
+    lost: Option<u64>,
     namespaces: HashMap<String, Namespace>,
 }
 
@@ -64,6 +73,7 @@ impl Map {
             broken,
             state: Arc::new(Mutex::new(State {
                 began: 0,
+                lost: None,
                 namespaces: HashMap::new(),
             })),
         }
@@ -88,10 +98,7 @@ impl Registry for Map {
         let Some(ns) = state.namespaces.get(namespace) else {
             return Ok(Snapshot {
                 server_unix_millis: now_ms(),
-                marker_unix_millis: None,
-                records: Vec::new(),
-                fresh: (workers > 0).then_some(0),
-                more: false,
+                ..Snapshot::default()
             });
         };
         let marker = ns.marker;
@@ -110,33 +117,38 @@ impl Registry for Map {
                 }
             }
         }
-        let unrecorded = |w: &u64| {
-            ns.records
-                .get(w)
-                .is_none_or(|r| Some(r.marker_unix_millis) != marker)
-        };
-        let fresh = if self.broken == Break::ReadsAStaleCursor {
-            (workers > 0).then_some(0)
+        let unrecorded = if self.broken == Break::ReadsNoUnrecorded {
+            Vec::new()
         } else {
-            (0..workers).find(unrecorded)
+            (0..ns.high_water.min(workers))
+                .filter(|w| {
+                    ns.records
+                        .get(w)
+                        .is_none_or(|r| Some(r.marker_unix_millis) != marker)
+                })
+                .collect()
         };
         Ok(Snapshot {
             server_unix_millis: now_ms(),
             marker_unix_millis: marker,
             records,
-            fresh,
+            high_water: if marker.is_some() { ns.high_water } else { 0 },
+            unrecorded,
             more: false,
         })
     }
 
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let began = match (self.broken, state.began) {
-            (Break::MarkBeforeTheLoss, began) if began > 0 => began - 10_000,
-            (_, began) => began,
+        // A namespace with no marker is new or emptied: its marker is now.
+        let now = now_ms() + 1;
+        let new = match (self.broken, state.lost) {
+            (Break::MarkBeforeTheLoss, Some(lost)) => lost - 10_000,
+            (Break::MarkTrustsAnEmptyNamespace, _) => state.began,
+            _ => now,
         };
         let ns = state.namespaces.entry(namespace.to_owned()).or_default();
-        let marker = *ns.marker.get_or_insert(began);
+        let marker = *ns.marker.get_or_insert(new);
         Ok(if self.broken == Break::MarkSaysZero {
             0
         } else {
@@ -163,6 +175,9 @@ impl Registry for Map {
         let now = now_ms();
         if record.holder.is_empty() {
             ns.free_index.push(worker);
+        }
+        if self.broken != Break::SwapLeavesTheMark {
+            ns.high_water = ns.high_water.max(worker + 1);
         }
         ns.records.insert(
             worker,
@@ -200,7 +215,21 @@ impl Fixture for Map {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.namespaces.clear();
         // Rounded up: a marker is never earlier than the loss.
-        state.began = now_ms() + 1;
+        state.lost = Some(now_ms() + 1);
+    }
+
+    fn wipe(&self, wipe: Wipe<'_>) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match wipe {
+            Wipe::Everything => state.namespaces.clear(),
+            Wipe::Namespace(namespace) => drop(state.namespaces.remove(namespace)),
+            Wipe::Record(namespace, worker) => {
+                if let Some(ns) = state.namespaces.get_mut(namespace) {
+                    ns.records.remove(&worker);
+                }
+            }
+            other => panic!("no such wipe: {other:?}"),
+        }
     }
 }
 
@@ -210,7 +239,7 @@ type Rule = (&'static str, fn(&dyn Fixture));
 /// What each storage rule said of the registry: its panic message, or
 /// `None` where it passed.
 fn verdicts(broken: Break) -> Vec<(&'static str, Option<String>)> {
-    let rules: [Rule; 5] = [
+    let rules: [Rule; 6] = [
         (
             "swap_writes_only_at_the_version_it_names",
             flakegen_contract::steps::swap_writes_only_at_the_version_it_names,
@@ -230,6 +259,10 @@ fn verdicts(broken: Break) -> Vec<(&'static str, Option<String>)> {
         (
             "read_returns_what_an_acquisition_chooses_from",
             flakegen_contract::steps::read_returns_what_an_acquisition_chooses_from,
+        ),
+        (
+            "a_mark_after_a_wipe_is_no_earlier_than_the_wipe",
+            flakegen_contract::steps::a_mark_after_a_wipe_is_no_earlier_than_the_wipe,
         ),
     ];
     rules
@@ -289,13 +322,24 @@ fn a_swap_that_forgets_the_clock_is_caught() {
 fn a_mark_that_says_zero_is_caught() {
     caught(
         Break::MarkSaysZero,
-        "mark moved the marker back after a loss",
+        "read's marker is not the one mark returned",
     );
 }
 
 #[test]
 fn a_mark_dated_before_the_loss_is_caught() {
-    caught(Break::MarkBeforeTheLoss, "earlier than the loss");
+    caught(
+        Break::MarkBeforeTheLoss,
+        "mark moved the marker back after a loss",
+    );
+}
+
+#[test]
+fn a_mark_that_trusts_an_emptied_namespace_is_caught() {
+    caught(
+        Break::MarkTrustsAnEmptyNamespace,
+        "an empty namespace proves nothing",
+    );
 }
 
 #[test]
@@ -307,10 +351,18 @@ fn a_stale_index_of_free_ids_is_caught() {
 }
 
 #[test]
-fn a_fresh_id_cursor_that_does_not_move_is_caught() {
+fn a_swap_that_leaves_the_high_water_mark_is_caught() {
     caught(
-        Break::ReadsAStaleCursor,
-        "read's fresh id is not the lowest id with no record",
+        Break::SwapLeavesTheMark,
+        "read's high-water mark is not one past",
+    );
+}
+
+#[test]
+fn a_read_that_finds_no_record_gone_is_caught() {
+    caught(
+        Break::ReadsNoUnrecorded,
+        "below the high-water mark with no record",
     );
 }
 

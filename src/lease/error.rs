@@ -25,6 +25,9 @@ pub enum InvalidTerms {
         /// The TTL.
         ttl: Duration,
     },
+    /// A skew allowance of 0: every host whose clock reads a millisecond
+    /// ahead of the registry's would be refused.
+    NoSkew,
     /// The generator's `max_lead` and the renewal interval together reach
     /// the TTL: the generator would run into its fence between renewals.
     LeadReachesTtl {
@@ -49,6 +52,11 @@ impl fmt::Display for InvalidTerms {
                 f,
                 "renewing every {renew_every:?} is not well inside the TTL ({ttl:?}): \
                  renew at most every half TTL (the default is a third)"
+            ),
+            InvalidTerms::NoSkew => f.write_str(
+                "a skew allowance of 0 refuses every host whose clock reads a millisecond \
+                 ahead of the registry's: give the spread the clocks really keep (NTP keeps \
+                 it to milliseconds; the default, 2 s, leaves room)",
             ),
             InvalidTerms::LeadReachesTtl {
                 max_lead,

@@ -15,7 +15,7 @@ use super::backend::LeaseError;
 use super::backend::Registry;
 use super::claim::Claim;
 use super::fence;
-use super::protocol::{self, Holding, Terms, Unconfirmed};
+use super::protocol::{self, Holding, Lost, StartCause, Terms, Unconfirmed};
 use super::slot::Done;
 use super::status::{ClaimId, LeaseState, Shared, Stop};
 use crate::clock::units::{lead_millis, millis};
@@ -54,17 +54,20 @@ pub(crate) struct Keeping {
     pub(crate) quiet_when_lost: Duration,
     /// Lease again when the lease is lost.
     pub(crate) reacquire: bool,
+    /// Every grant waits out the TTL and the skew past its read.
+    pub(crate) wait_out_rollbacks: bool,
 }
 
 /// A lease this thread holds, and the claim it gives the generator.
 struct Held {
     holding: Holding,
     claim: Arc<Claim>,
-    /// Its predecessor's fence: what a release of a lease nothing was
-    /// issued under goes back to, and where its IDs start.
+    /// Its predecessor's fence, or a later start the rules set: what a
+    /// release of a lease nothing was issued under goes back to, and where
+    /// its IDs start.
     previous_fence_unix_millis: u64,
-    /// The marker, when the loss rule set that fence.
-    loss_marker_unix_millis: Option<u64>,
+    /// Which bound set that start.
+    cause: StartCause,
     renewed_at: Instant,
     /// A lease taken again after a loss whose IDs start later: when to say
     /// that the generator issues again.
@@ -75,9 +78,11 @@ struct Held {
 enum Phase {
     Holding(Held),
     /// Leasing again, its old id preferred; `old` is the claim lost, which
-    /// the generator runs on to the fence of.
+    /// the generator runs on to the fence of, and `lost` what the registry
+    /// knew of its lease.
     Reacquiring {
         old: Arc<Claim>,
+        lost: Lost,
     },
     /// Lost for good (re-acquiring off); the generator runs to the fence.
     Lost {
@@ -123,18 +128,20 @@ impl Keeping {
             workers: shared.layout.max_worker() + 1,
             ttl_millis: millis(self.ttl),
             skew_millis: millis(self.skew),
+            wait_out_rollbacks: self.wait_out_rollbacks,
         }
     }
 
-    /// Takes a worker id, `prefer` if it is free, as a new lease. An
-    /// acquisition that took a renewal interval (a slow server) renews
-    /// before it hands the lease over: it may have expired and been taken.
-    fn acquire(&self, shared: &Shared, prefer: Option<u64>) -> Result<Held, LeaseError> {
+    /// Takes a worker id as a new lease: after a loss (`lost`), the old id
+    /// if it is free. An acquisition that took a renewal interval (a slow
+    /// server) renews before it hands the lease over: it may have expired
+    /// and been taken.
+    fn acquire(&self, shared: &Shared, lost: Option<&Lost>) -> Result<Held, LeaseError> {
         let registry = &*self.registry;
         let terms = self.terms(shared);
         let asked_at = Instant::now();
         let token = protocol::holder_token();
-        let grant = protocol::acquire(registry, &terms, &token, || shared.now_ms(), prefer)?;
+        let grant = protocol::acquire(registry, &terms, &token, || shared.now_ms(), lost)?;
         let mut holding = grant.holding;
         let mut renewed_at = asked_at;
         if asked_at.elapsed() >= self.renew_every {
@@ -158,7 +165,7 @@ impl Keeping {
             holding,
             claim: Arc::new(claim),
             previous_fence_unix_millis: grant.previous_fence_unix_millis,
-            loss_marker_unix_millis: grant.loss_marker_unix_millis,
+            cause: grant.cause,
             renewed_at,
             issues_again_at: None,
         })
@@ -179,7 +186,7 @@ impl Keeping {
             if let Some(stop) = shared.wait_stop(wake) {
                 let outcome = match &mut phase {
                     Phase::Holding(held) => self.release(shared, held, stop),
-                    Phase::Reacquiring { old } | Phase::Lost { old } => {
+                    Phase::Reacquiring { old, .. } | Phase::Lost { old } => {
                         Err(self.terms(shared).lost(old.worker()))
                     }
                 };
@@ -198,7 +205,9 @@ impl Keeping {
             }
             (phase, next) = match phase {
                 Phase::Holding(held) => self.renew(shared, held, &mut said, retry),
-                Phase::Reacquiring { old } => self.reacquire(shared, old, &mut said, retry),
+                Phase::Reacquiring { old, lost } => {
+                    self.reacquire(shared, old, lost, &mut said, retry)
+                }
                 Phase::Lost { old } => {
                     // Only to say when the generator stops issuing.
                     let quiet =
@@ -248,6 +257,7 @@ impl Keeping {
                 meter::count(meter::LOSSES, &shared.namespace);
                 let fence = held.claim.fence().unix_millis();
                 let starts = held.previous_fence_unix_millis;
+                let lost = held.holding.as_lost();
                 let old = held.claim;
                 if self.reacquire {
                     let message = format!(
@@ -269,7 +279,7 @@ impl Keeping {
                     *said = Said::default();
                     fence_reached(shared, &old, said, UNTIL_LEASED);
                     // At once: every moment counts towards the new lease's start.
-                    (Phase::Reacquiring { old }, Instant::now())
+                    (Phase::Reacquiring { old, lost }, Instant::now())
                 } else {
                     let message = format!(
                         "lease lost: the generator issues up to its fence ({}), then refuses \
@@ -315,10 +325,11 @@ impl Keeping {
         &self,
         shared: &Shared,
         old: Arc<Claim>,
+        lost: Lost,
         said: &mut Said,
         retry: Duration,
     ) -> (Phase, Instant) {
-        match self.acquire(shared, Some(old.worker())) {
+        match self.acquire(shared, Some(&lost)) {
             Ok(mut held) => {
                 announce(shared, &held, Some(old.worker()));
                 *said = Said::default();
@@ -348,7 +359,7 @@ impl Keeping {
                 let why = format!("leasing a worker id again after a loss: {e}");
                 shared.set(LeaseState::Reacquiring, Some(why), None);
                 fence_reached(shared, &old, said, UNTIL_LEASED);
-                (Phase::Reacquiring { old }, Instant::now() + retry)
+                (Phase::Reacquiring { old, lost }, Instant::now() + retry)
             }
         }
     }
@@ -413,6 +424,7 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
     shared.hold(
         Arc::clone(&held.claim),
         starts,
+        held.cause,
         held.renewed_at,
         previous.is_some(),
     );
@@ -423,13 +435,7 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
     }
     let none = None::<&LeaseError>;
     let waits = shared.now_ms() < starts;
-    let cause = match held.loss_marker_unix_millis {
-        Some(marker) => format!(
-            "the registry lost its data or its history at unix ms {marker}, and an id it \
-             cannot vouch for waits the TTL and the skew allowance past that"
-        ),
-        None => "the id's previous holder left its fence there".to_owned(),
-    };
+    let cause = held.cause;
     match previous {
         None if waits => {
             let message = format!(

@@ -11,8 +11,9 @@
 //! # The contract
 //!
 //! Each worker id's record in the registry holds its holder, a version that
-//! changes with every write, an expiry judged by the *server's* clock, the
-//! marker it was written under, and a **fence**: an instant (milliseconds
+//! changes with every write, an expiry judged by the registry's clock (the
+//! server's; for etcd, which has none, its clients'), the marker it was
+//! written under, and a **fence**: an instant (milliseconds
 //! since 1970) that its holder's IDs stay below. Like a fencing token, the
 //! fence orders holders; unlike one, it needs nothing from whoever stores
 //! the IDs. The rules, each decided once (in `protocol.rs`) and each tested
@@ -32,7 +33,7 @@
 //!    old holder's IDs lie below the fence and the new one's at or above it,
 //!    whatever the two clocks read and however long either was paused (a GC
 //!    pause, a frozen VM, `SIGSTOP`). Who holds a lease is decided by the
-//!    server's clock and the TTL alone.
+//!    registry's clock and the TTL alone.
 //! 3. **Lead bound.** A holder confirms a fence at most one TTL ahead of its
 //!    own clock when it writes it. A fence already further ahead (a
 //!    predecessor's) is kept as it is, never extended. The loss rule (6)
@@ -61,7 +62,10 @@
 //!    fence lowered to the start of the unit after that last tick, so a
 //!    restart need not wait. The write names the exact lease, so it never
 //!    lowers a record written after a loss, or by anyone else.
-//! 6. **Losses are fenced.** See [below](#a-registry-that-loses-its-data).
+//! 6. **Losses are fenced, and emptiness proves nothing.** An id with no
+//!    record the registry vouches for waits the TTL and the skew past the
+//!    moment the registry could have forgotten it. See
+//!    [below](#a-registry-that-loses-its-data).
 //! 7. **Bounded.** Every registry call finishes or fails within its timeout,
 //!    measured on the client ([`DEFAULT_TIMEOUT`]). A build that took longer
 //!    than a renewal interval renews before it returns. A refusal at the
@@ -126,32 +130,72 @@
 //!
 //! A registry can lose records while holders run on fences it no longer
 //! knows about: a Redis restarted without persistence; a truncated or
-//! dropped table; or a server whose history changed under the holders: a
-//! replica promoted after it missed the last renewals, a restore. So the
-//! registry keeps a **marker**: the moment, by the server's clock, rounded
-//! up to a millisecond, from which it vouches for its records, never
-//! earlier than a loss. The marker names the history it vouches for (the
-//! server, and on PostgreSQL its timeline), so a change of history voids
-//! it as a loss of data does. Every record carries the marker it was
-//! written under, and every write checks the marker in force. After a
-//! loss:
+//! dropped table; data deleted by hand (a `FLUSHALL`, a namespace's rows or
+//! keys, one record); or a server whose history changed under the holders:
+//! a replica promoted after it missed the last renewals, a restore. So each
+//! namespace has a **marker**: the moment, by the registry's clock, rounded
+//! up to a millisecond, from which the registry vouches for the namespace's
+//! records, never earlier than a loss. The marker names the history it
+//! vouches for (the server, and on PostgreSQL its timeline), so a change of
+//! history voids it as a loss of data does. Every record carries the
+//! marker it was written under, and every write checks the marker in
+//! force. Beside it the namespace keeps a **high-water mark**, raised in
+//! the same step as every write past it: no id at or above it has had a
+//! record under the marker.
 //!
-//! - an id with no record, or with a record written under an older marker,
-//!   is fenced at the marker plus the TTL plus the skew allowance
-//!   ([`Lease::skew`], default [`DEFAULT_SKEW`]);
-//! - a holder from before the loss can no longer renew (its marker is gone),
-//!   so it runs to its fence and stops issuing under that lease; it leases
-//!   again (unless [`Lease::reacquire`] is off), its IDs starting where the
-//!   rule above says, and issues again then, with no rebuild.
+//! **An empty registry proves nothing.** A namespace with no marker is new,
+//! or was emptied (everything deleted, its tables dropped, a backup from
+//! before it existed restored), and nothing in an empty store tells which.
+//! So the one rule for an id with no record the marker vouches for (none,
+//! or one written under an older marker):
+//!
+//! - at or above the high-water mark, it was never handed out since the
+//!   marker was written: it is fenced at the **marker** plus the TTL plus
+//!   the skew allowance ([`Lease::skew`], default [`DEFAULT_SKEW`]);
+//! - below the mark, it was handed out and its record is gone: it is fenced
+//!   at the moment the registry was **seen** without it, plus the TTL and
+//!   the skew;
+//! - a marker written where there was none is the registry's clock at that
+//!   moment ([`Registry::mark`](backend::Registry::mark)), so a new
+//!   namespace's first builds wait the TTL and the skew once, the same as an
+//!   emptied one's; a namespace an operator declares new before its first
+//!   build (`flakegen leases init`, [`Registry::declare_new`](backend::Registry::declare_new))
+//!   gets the marker 0 and starts at once: refused where the registry holds
+//!   any trace of it. [`LeaseStatus::start_cause`] says which bound set a
+//!   lease's start, and the `lease acquired` event says why it waits.
+//!
+//! And a generator that has **seen** its lease's record, its marker or its
+//! whole namespace gone trusts no empty registry after that: the lease it
+//! takes next starts the TTL and the skew past the moment it saw it (or at
+//! its own last confirmed fence, if later), whatever the registry now
+//! says, so two holders from before an emptied registry never take each
+//! other's ids at once ([`StartCause::Healing`]). After a loss:
+//!
+//! - a holder from before the loss can no longer renew (its marker, or its
+//!   record, is gone), so it runs to its fence and stops issuing under that
+//!   lease; it leases again (unless [`Lease::reacquire`] is off), its IDs
+//!   starting where the rules above say, and issues again then, with no
+//!   rebuild.
 //!
 //! Why that is enough: before the loss, a holder confirmed fences at most a
 //! TTL ahead of its clock (rule 3), its clock was at most the skew ahead of
 //! the server's (checked at every acquisition and renewal), and the server
-//! wrote before the marker. Only the first TTL and skew after a loss wait.
-//! This is the one place where clocks must roughly agree, and the reason
-//! every generator of a namespace must use the same TTL and skew. (The
-//! servers of one registry are taken to keep their clocks in step, as
-//! replicated databases do: see [`backend`].)
+//! wrote before the marker, or before the moment it was seen without the
+//! record. Only the first TTL and skew after a loss wait. This is the one
+//! place where clocks must roughly agree, and the reason every generator of
+//! a namespace must use the same TTL and skew. (The servers of one registry
+//! are taken to keep their clocks in step, as replicated databases do: see
+//! [`backend`].)
+//!
+//! One loss leaves no trace at all: a registry **rolled back in place**, a
+//! backup restored onto the same server (a data directory copied back) or
+//! an etcd snapshot restored under the same cluster token before the
+//! cluster's first leader change. It is consistent and old, and nothing in
+//! it can tell. Where that can happen, turn on
+//! [`Lease::wait_out_rollbacks`]: every grant then waits the TTL and the
+//! skew past the read that chose it, so a holder the old copy forgot has
+//! stopped before a new one issues. Each registry's docs say what it
+//! detects and what it cannot.
 //!
 //! ## What a failover costs
 //!
@@ -178,8 +222,6 @@
 //! so its times are its clients' ([`TimeBase::Client`](backend::TimeBase)):
 //! nothing checks a host's clock against the others', and the skew
 //! allowance is what every host must keep to.
-//!
-//! What each registry detects, and what it cannot, is in its own docs.
 //!
 //! # What blocks
 //!
@@ -260,13 +302,14 @@ mod claim;
 mod error;
 mod fence;
 mod handle;
+pub mod inspect;
 mod keeper;
 mod protocol;
 mod settings;
 mod slot;
 mod status;
 
-pub use self::backend::connect::connect;
+pub use self::backend::connect::{REGISTRIES, RegistryKind, connect};
 #[cfg(feature = "etcd")]
 pub use self::backend::etcd::EtcdRegistry;
 pub use self::backend::memory::MemoryRegistry;
@@ -276,12 +319,13 @@ pub use self::backend::mysql::MysqlRegistry;
 pub use self::backend::postgres::PostgresRegistry;
 #[cfg(feature = "redis")]
 pub use self::backend::redis::RedisRegistry;
+pub use self::backend::url::redacted_url;
 pub use self::backend::{DEFAULT_TIMEOUT, LeaseError};
 pub(crate) use self::claim::Claim;
 pub use self::error::InvalidTerms;
 pub(crate) use self::error::Refused;
 pub use self::handle::Release;
 pub(crate) use self::handle::{LeaseHandle, Pending};
-pub use self::protocol::ClockVerdict;
+pub use self::protocol::{ClockVerdict, StartCause};
 pub use self::settings::{DEFAULT_RELEASE_WAIT, DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
 pub use self::status::{LeaseState, LeaseStatus};

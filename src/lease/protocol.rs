@@ -2,12 +2,15 @@
 //! storage steps (read, mark, swap). The [module docs](super#the-contract)
 //! state the rules; each is marked here where it is kept.
 
+use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::backend::LeaseError;
-use super::backend::{Expect, NewRecord, Record, RecordState, Registry, Snapshot};
+#[cfg(test)]
+use super::backend::Record;
+use super::backend::{Expect, NewRecord, RecordState, Registry, Snapshot};
 
 /// How many times in a row an acquisition may lose a race before it gives
 /// up. Builds that start together (a deployment's pods, a shell loop of
@@ -22,9 +25,9 @@ const ATTEMPTS: u32 = 32;
 /// handful of swaps per id taken rather than one per contender.
 const BACKOFF_MAX: Duration = Duration::from_millis(64);
 
-/// The fewest ids a registry looks through per read for the fresh one
-/// while it says `Snapshot::more`: bounds how often an acquisition reads
-/// again for it.
+/// The fewest ids a registry looks through per read for ids below the
+/// high-water mark whose records are gone, while it says `Snapshot::more`:
+/// bounds how often an acquisition that finds nothing else reads again.
 const FRESH_SLICE: u64 = 16;
 
 /// How many writes whose outcome is unknown a holder remembers.
@@ -41,6 +44,9 @@ pub(crate) struct Terms<'a> {
     pub(crate) ttl_millis: u64,
     /// How far a holder's clock may read ahead of the server's.
     pub(crate) skew_millis: u64,
+    /// Every grant starts a TTL and the skew allowance past the read that
+    /// chose it ([`Lease::wait_out_rollbacks`](super::Lease::wait_out_rollbacks)).
+    pub(crate) wait_out_rollbacks: bool,
 }
 
 /// A lease this process holds, as far as it knows.
@@ -61,11 +67,110 @@ pub(crate) struct Holding {
 #[derive(Clone, Debug)]
 pub(crate) struct Grant {
     pub(crate) holding: Holding,
-    /// The fence the previous holder left: this holder issues at or past it.
+    /// Where its IDs start: the fence the previous holder left, or a later
+    /// one the rules set. This holder issues at or past it.
     pub(crate) previous_fence_unix_millis: u64,
-    /// The marker, when the loss rule set that fence (the id had no record
-    /// the registry vouches for): why the generator's first IDs wait.
-    pub(crate) loss_marker_unix_millis: Option<u64>,
+    /// Which bound set that start.
+    pub(crate) cause: StartCause,
+}
+
+/// What a generator healing after a loss knew of the lease it lost: its
+/// worker id, the marker it was taken under, and its confirmed fence.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Lost {
+    pub(crate) worker: u64,
+    pub(crate) marker_unix_millis: u64,
+    pub(crate) fence_unix_millis: u64,
+}
+
+/// Why a lease's IDs start where they do: the bound that set its start,
+/// [`LeaseStatus::start_cause`](super::LeaseStatus::start_cause). Every
+/// bound but the first makes a generator wait that would otherwise issue at
+/// once; each is a rule of [the loss rule](super#a-registry-that-loses-its-data).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StartCause {
+    /// The fence the id's previous holder left, or nothing: an id whose
+    /// records the registry vouches for.
+    Predecessor,
+    /// The namespace's marker: the registry vouches for the namespace only
+    /// from this moment (ms since 1970, by its clock), so an id it holds no
+    /// record of waits the TTL and the skew allowance past it. A marker is
+    /// written when a namespace is first seen (new, or emptied: an empty
+    /// namespace proves nothing), after a loss of data, and after a change
+    /// of history (a failover, a restore). A namespace known to be new can
+    /// be declared so once, before its first build, and skips this wait:
+    /// `flakegen leases init` ([`Registry::declare_new`](super::backend::Registry::declare_new)).
+    Marker {
+        /// The marker, in ms since 1970.
+        marker_unix_millis: u64,
+    },
+    /// The id was handed out under the marker in force and its record is
+    /// gone (deleted): it waits the TTL and the skew allowance past the
+    /// moment the registry was seen without it.
+    Forgotten {
+        /// When the registry was read without the record, in ms since 1970.
+        seen_unix_millis: u64,
+    },
+    /// This generator saw its own lease's record, its marker or its whole
+    /// namespace gone, and trusts no empty registry after that: it waits
+    /// the TTL and the skew allowance past the moment it saw it (or its own
+    /// last confirmed fence, if later), whatever the registry now says.
+    Healing {
+        /// When the registry was read without the lease, in ms since 1970.
+        seen_unix_millis: u64,
+    },
+    /// [`Lease::wait_out_rollbacks`](super::Lease::wait_out_rollbacks): every
+    /// grant waits the TTL and the skew allowance past the read that chose
+    /// it, so a holder that a rolled-back registry forgot has stopped.
+    Rollbacks {
+        /// When the registry was read, in ms since 1970.
+        seen_unix_millis: u64,
+    },
+}
+
+impl fmt::Display for StartCause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            StartCause::Predecessor => f.write_str("the id's previous holder left its fence there"),
+            StartCause::Marker { marker_unix_millis } => write!(
+                f,
+                "the registry vouches for the namespace only from unix ms {marker_unix_millis} \
+                 (it found the namespace empty, new or emptied, or lost its data or history \
+                 then), and an id it holds no record of waits the TTL and the skew allowance \
+                 past that; a namespace known to be new can be declared so before its first \
+                 build (flakegen leases init) and start at once"
+            ),
+            StartCause::Forgotten { seen_unix_millis } => write!(
+                f,
+                "the id was handed out and its record is gone (deleted by hand?), seen at unix \
+                 ms {seen_unix_millis}: it waits the TTL and the skew allowance past that"
+            ),
+            StartCause::Healing { seen_unix_millis } => write!(
+                f,
+                "this generator saw its lease's record or marker gone at unix ms \
+                 {seen_unix_millis}, and trusts no emptied registry: it waits the TTL and the \
+                 skew allowance past that"
+            ),
+            StartCause::Rollbacks { seen_unix_millis } => write!(
+                f,
+                "Lease::wait_out_rollbacks is on: every grant waits the TTL and the skew \
+                 allowance past its read (unix ms {seen_unix_millis})"
+            ),
+        }
+    }
+}
+
+/// The id an acquisition takes, and on what terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Choice {
+    pub(crate) worker: u64,
+    /// What the swap must find.
+    pub(crate) expect: Expect,
+    /// Where the new lease's IDs start.
+    pub(crate) start_unix_millis: u64,
+    /// Which bound set it.
+    pub(crate) cause: StartCause,
 }
 
 /// Why a renewal did not confirm a new fence.
@@ -90,19 +195,6 @@ impl Terms<'_> {
             .saturating_add(self.skew_millis)
     }
 
-    /// The fence a record leaves its next holder. A record written before the
-    /// marker in force survived a loss it cannot vouch for (a restore, a
-    /// replica promoted): its fence may be stale, so the loss rule applies too.
-    fn inherited_fence(&self, record: &Record, marker_unix_millis: u64) -> u64 {
-        if record.marker_unix_millis == marker_unix_millis {
-            record.fence_unix_millis
-        } else {
-            record
-                .fence_unix_millis
-                .max(self.unrecorded_fence(marker_unix_millis))
-        }
-    }
-
     /// The fence a holder whose clock reads `now_ms` may confirm, starting
     /// from `floor_ms` (its own confirmed fence, or its predecessor's): a
     /// TTL ahead of its clock, never lower than the floor. A floor further
@@ -112,53 +204,126 @@ impl Terms<'_> {
         floor_ms.max(now_ms.saturating_add(self.ttl_millis))
     }
 
+    /// The bound an id with no record the registry vouches for starts at,
+    /// and why: an id at or above the namespace's high-water mark was never
+    /// handed out since the marker, so the marker bounds what any holder
+    /// could have confirmed of it; one below was, and its record is gone,
+    /// so only the moment the registry was seen without it does (rule 6).
+    fn unvouched(
+        &self,
+        snapshot: &Snapshot,
+        marker_unix_millis: u64,
+        worker: u64,
+    ) -> (u64, StartCause) {
+        if worker < snapshot.high_water {
+            let seen_unix_millis = seen(snapshot);
+            (
+                self.unrecorded_fence(seen_unix_millis),
+                StartCause::Forgotten { seen_unix_millis },
+            )
+        } else {
+            (
+                self.unrecorded_fence(marker_unix_millis),
+                StartCause::Marker { marker_unix_millis },
+            )
+        }
+    }
+
     /// The id to take: `prefer` if it is free (a generator healing takes
     /// its old id back if it can); else, among the free ones, the one whose
     /// fence has passed on the holder's clock, else the earliest fence;
     /// ties to the lowest id. The free ones are the snapshot's records that
-    /// are not held under `marker_unix_millis`, its fresh id, and `prefer`
-    /// if it has no record (the registry returns those that matter: see
-    /// `Registry::read`). Returns it with what the swap must expect and its
-    /// inherited fence, or, when none is free, how many ids are held: all.
+    /// are not held under `marker_unix_millis`, the ids it found below the
+    /// high-water mark with no record, the high-water mark itself, and
+    /// `prefer` if it has no record (the registry returns those that
+    /// matter: see `Registry::read`). Returns it with what the swap must
+    /// expect and where its IDs start, or, when none is free, how many ids
+    /// are held: all.
     pub(crate) fn choose(
         &self,
         snapshot: &Snapshot,
         marker_unix_millis: u64,
         now_ms: u64,
         prefer: Option<u64>,
-    ) -> Result<(u64, Expect, u64), u64> {
+    ) -> Result<Choice, u64> {
         // (not preferred, fence not passed, fence, worker), ordered as the preference.
         type Preference = (bool, bool, u64, u64);
-        let mut best: Option<(Preference, Option<u64>)> = None;
-        let mut consider = |fence: u64, worker: u64, version: Option<u64>| {
+        let mut best: Option<(Preference, Option<u64>, StartCause)> = None;
+        let mut consider = |fence: u64, cause: StartCause, worker: u64, version: Option<u64>| {
             let key = (prefer != Some(worker), fence > now_ms, fence, worker);
-            if best.is_none_or(|(b, _)| key < b) {
-                best = Some((key, version));
+            if best.is_none_or(|(b, _, _)| key < b) {
+                best = Some((key, version, cause));
             }
         };
         let records = || snapshot.records.iter().filter(|r| r.worker < self.workers);
         for record in records() {
-            let state = record.state(Some(marker_unix_millis), snapshot.server_unix_millis);
-            if state != RecordState::Held {
-                let fence = self.inherited_fence(record, marker_unix_millis);
-                consider(fence, record.worker, Some(record.version));
+            match record.state(Some(marker_unix_millis), snapshot.server_unix_millis) {
+                RecordState::Held => {}
+                RecordState::Void => {
+                    // Written before the marker: its fence may be stale.
+                    let (rule, cause) = self.unvouched(snapshot, marker_unix_millis, record.worker);
+                    let (fence, cause) = if record.fence_unix_millis >= rule {
+                        (record.fence_unix_millis, StartCause::Predecessor)
+                    } else {
+                        (rule, cause)
+                    };
+                    consider(fence, cause, record.worker, Some(record.version));
+                }
+                _ => consider(
+                    record.fence_unix_millis,
+                    StartCause::Predecessor,
+                    record.worker,
+                    Some(record.version),
+                ),
             }
         }
-        // Ids with no record: fenced by the loss rule, all alike.
-        for worker in [snapshot.fresh, prefer].into_iter().flatten() {
+        // Ids with no record at all: fenced by the loss rule.
+        let fresh = Some(snapshot.high_water);
+        let unrecorded = snapshot.unrecorded.iter().copied().map(Some);
+        for worker in [fresh, prefer].into_iter().chain(unrecorded).flatten() {
             if worker < self.workers && records().all(|r| r.worker != worker) {
-                consider(self.unrecorded_fence(marker_unix_millis), worker, None);
+                let (fence, cause) = self.unvouched(snapshot, marker_unix_millis, worker);
+                consider(fence, cause, worker, None);
             }
         }
-        let ((_, _, fence, worker), version) = best.ok_or(self.workers)?;
-        Ok((
+        let ((_, _, fence, worker), version, cause) = best.ok_or(self.workers)?;
+        Ok(Choice {
             worker,
-            Expect {
+            expect: Expect {
                 marker_unix_millis,
                 version,
             },
-            fence,
-        ))
+            start_unix_millis: fence,
+            cause,
+        })
+    }
+
+    /// The bounds that apply whatever id is chosen: a healing generator
+    /// that saw its lease gone (rule 6: a holder that has seen a loss never
+    /// trusts an empty registry), and the rollback mode. Returns the latest
+    /// with its cause, if any.
+    fn floor(&self, snapshot: &Snapshot, lost: Option<&Lost>) -> Option<(u64, StartCause)> {
+        let seen_unix_millis = seen(snapshot);
+        let after_seen = self.unrecorded_fence(seen_unix_millis);
+        let mut floor = None;
+        if let Some(lost) = lost {
+            // Gone: the marker it was taken under, or its record under that
+            // marker (a restore in place shows another's, or an old one).
+            let gone = snapshot.marker_unix_millis != Some(lost.marker_unix_millis)
+                || !snapshot.records.iter().any(|r| {
+                    r.worker == lost.worker && r.marker_unix_millis == lost.marker_unix_millis
+                });
+            if gone {
+                floor = Some((
+                    after_seen.max(lost.fence_unix_millis),
+                    StartCause::Healing { seen_unix_millis },
+                ));
+            }
+        }
+        if self.wait_out_rollbacks && floor.is_none_or(|(at, _)| at < after_seen) {
+            floor = Some((after_seen, StartCause::Rollbacks { seen_unix_millis }));
+        }
+        floor
     }
 
     /// Refuses a holder whose clock, read at `now_ms` before the server read
@@ -181,6 +346,12 @@ impl Terms<'_> {
             worker,
         }
     }
+}
+
+/// When `snapshot` was read, in ms since 1970 by the registry's clock,
+/// rounded up: no earlier than anything the read did not see.
+fn seen(snapshot: &Snapshot) -> u64 {
+    snapshot.server_unix_millis.saturating_add(1)
 }
 
 /// How a host's clock stands against a registry server's, as leasing
@@ -218,52 +389,60 @@ impl ClockVerdict {
     }
 }
 
-/// Takes a free id for `token`, `prefer` if it is free, reading the
-/// holder's clock (ms) with `now_ms`.
+/// Takes a free id for `token`, reading the holder's clock (ms) with
+/// `now_ms`. A generator healing after a loss names the lease it `lost`:
+/// its old id is preferred if free, and if the registry shows that lease
+/// gone, the new one waits (see [`StartCause::Healing`]).
 pub(crate) fn acquire(
     registry: &dyn Registry,
     terms: &Terms<'_>,
     token: &str,
     now_ms: impl Fn() -> u64,
-    prefer: Option<u64>,
+    lost: Option<&Lost>,
 ) -> Result<Grant, LeaseError> {
+    let prefer = lost.map(|l| l.worker);
     let mut slices = terms.workers.div_ceil(FRESH_SLICE);
     let mut attempts = 0;
-    let mut lost = 0;
+    let mut races = 0;
     while attempts < ATTEMPTS {
-        if lost > 0 {
-            std::thread::sleep(backoff(lost));
+        if races > 0 {
+            std::thread::sleep(backoff(races));
         }
         let now = now_ms();
         let snapshot = registry.read(terms.namespace, terms.workers, prefer)?;
-        if snapshot.more && slices > 0 {
-            // The registry looks for the fresh id a slice at a time.
-            slices -= 1;
-            continue;
-        }
         attempts += 1;
         terms.check_skew(now, snapshot.server_unix_millis)?;
         let marker_unix_millis = match snapshot.marker_unix_millis {
             Some(marker) => marker,
             None => registry.mark(terms.namespace)?,
         };
-        let (worker, expect, previous_fence_unix_millis) =
-            match terms.choose(&snapshot, marker_unix_millis, now, prefer) {
-                Ok(chosen) => chosen,
-                // A read of several steps saw the fresh id free, then its
-                // record written by an acquisition racing this one: look again.
-                Err(_) if snapshot.fresh_taken(marker_unix_millis) => {
-                    lost += 1;
-                    continue;
-                }
-                Err(held) => {
-                    return Err(LeaseError::AllHeld {
-                        namespace: terms.namespace.to_owned(),
-                        held,
-                    });
-                }
-            };
-        let fence_unix_millis = terms.fence_from(previous_fence_unix_millis, now);
+        if snapshot.fresh_taken(marker_unix_millis) {
+            // A read of several steps saw the high-water mark, then a
+            // record written past it by an acquisition racing this one.
+            races += 1;
+            continue;
+        }
+        let choice = match terms.choose(&snapshot, marker_unix_millis, now, prefer) {
+            Ok(choice) => choice,
+            // The registry looks below the high-water mark for ids whose
+            // records are gone a slice at a time.
+            Err(_) if snapshot.more && slices > 0 => {
+                slices -= 1;
+                attempts -= 1;
+                continue;
+            }
+            Err(held) => {
+                return Err(LeaseError::AllHeld {
+                    namespace: terms.namespace.to_owned(),
+                    held,
+                });
+            }
+        };
+        let (start, cause) = match terms.floor(&snapshot, lost) {
+            Some((floor, cause)) if floor > choice.start_unix_millis => (floor, cause),
+            _ => (choice.start_unix_millis, choice.cause),
+        };
+        let fence_unix_millis = terms.fence_from(start, now);
         let version = fresh_version();
         let write = NewRecord {
             holder: token,
@@ -271,40 +450,40 @@ pub(crate) fn acquire(
             ttl_millis: terms.ttl_millis,
             fence_unix_millis,
         };
-        match registry.swap(terms.namespace, worker, expect, &write) {
+        match registry.swap(terms.namespace, choice.worker, choice.expect, &write) {
             Ok(Some(_)) => {
-                let by_rule =
-                    previous_fence_unix_millis == terms.unrecorded_fence(marker_unix_millis);
                 return Ok(Grant {
                     holding: Holding {
                         token: token.to_owned(),
-                        worker,
+                        worker: choice.worker,
                         marker_unix_millis,
                         fence_unix_millis,
                         versions: vec![version],
                     },
-                    previous_fence_unix_millis,
-                    loss_marker_unix_millis: by_rule.then_some(marker_unix_millis),
+                    previous_fence_unix_millis: start,
+                    cause,
                 });
             }
             // Another acquisition (or a loss) came between: look again.
             Ok(None) => {
-                lost += 1;
+                races += 1;
                 continue;
             }
             Err(e) => {
-                // The write may have landed: give it back, fence unmoved.
+                // The write may have landed: give it back, its fence where
+                // this lease's IDs would have started, which is no lower
+                // than the record's was.
                 let free = NewRecord {
                     holder: "",
                     version: fresh_version(),
                     ttl_millis: 0,
-                    fence_unix_millis: previous_fence_unix_millis,
+                    fence_unix_millis: start,
                 };
                 let mine = Expect {
                     marker_unix_millis,
                     version: Some(version),
                 };
-                let _ = registry.swap(terms.namespace, worker, mine, &free);
+                let _ = registry.swap(terms.namespace, choice.worker, mine, &free);
                 return Err(e);
             }
         }
@@ -316,6 +495,15 @@ pub(crate) fn acquire(
 }
 
 impl Holding {
+    /// What a healing acquisition needs to know of this lease once lost.
+    pub(crate) fn as_lost(&self) -> Lost {
+        Lost {
+            worker: self.worker,
+            marker_unix_millis: self.marker_unix_millis,
+            fence_unix_millis: self.fence_unix_millis,
+        }
+    }
+
     /// Extends the lease and moves the fence to a TTL past `now_ms` (never
     /// back); returns the fence now confirmed (rule 1).
     ///
@@ -449,6 +637,7 @@ mod tests {
             workers: 4,
             ttl_millis: 10_000,
             skew_millis: 2_000,
+            wait_out_rollbacks: false,
         }
     }
 
@@ -468,20 +657,25 @@ mod tests {
         }
     }
 
-    /// A registry's read of `records` (all of them) under marker 100.
+    /// A registry's read of `records` (all of them) under marker 100, with
+    /// a high-water mark past the highest, read at 1 000.
     fn snapshot(records: Vec<Record>) -> Snapshot {
-        let fresh = (0..terms().workers).find(|&w| {
-            !records
-                .iter()
-                .any(|r| r.worker == w && r.marker_unix_millis == 100)
-        });
+        let high_water = records.iter().map(|r| r.worker + 1).max().unwrap_or(0);
+        let unrecorded = (0..high_water)
+            .filter(|&w| !records.iter().any(|r| r.worker == w))
+            .collect();
         Snapshot {
             server_unix_millis: 1_000,
             marker_unix_millis: Some(100),
             records,
-            fresh,
+            high_water,
+            unrecorded,
             more: false,
         }
+    }
+
+    fn chosen(choice: Choice) -> (u64, u64, StartCause) {
+        (choice.worker, choice.start_unix_millis, choice.cause)
     }
 
     #[test]
@@ -492,16 +686,20 @@ mod tests {
             record(1, "", 0, 5_000),
             record(2, "b", 999, 900), // expired
         ]);
-        // Id 3 has no record: fenced at 100 + 10 000 + 2 000.
-        let (worker, expect, fence) = t.choose(&s, 100, 1_000, None).unwrap();
-        assert_eq!((worker, fence), (2, 900));
-        assert_eq!(expect.version, Some(9));
-        let (worker, expect, fence) = t.choose(&s, 100, 800, None).unwrap();
-        assert_eq!((worker, fence), (2, 900));
-        assert_eq!(expect.marker_unix_millis, 100);
+        // Id 3, the high-water mark: fenced at 100 + 10 000 + 2 000.
+        let choice = t.choose(&s, 100, 1_000, None).unwrap();
+        assert_eq!(chosen(choice), (2, 900, StartCause::Predecessor));
+        assert_eq!(choice.expect.version, Some(9));
+        let choice = t.choose(&s, 100, 800, None).unwrap();
+        assert_eq!((choice.worker, choice.start_unix_millis), (2, 900));
+        assert_eq!(choice.expect.marker_unix_millis, 100);
         let s = snapshot(vec![record(0, "a", 5_000, 1)]);
-        let (worker, expect, fence) = t.choose(&s, 100, 1_000, None).unwrap();
-        assert_eq!((worker, fence, expect.version), (1, 12_100, None));
+        let choice = t.choose(&s, 100, 1_000, None).unwrap();
+        let marker = StartCause::Marker {
+            marker_unix_millis: 100,
+        };
+        assert_eq!(chosen(choice), (1, 12_100, marker));
+        assert_eq!(choice.expect.version, None);
     }
 
     #[test]
@@ -509,27 +707,49 @@ mod tests {
         let t = terms();
         let mut relic = record(0, "a", 99_999, 3_000);
         relic.marker_unix_millis = 50;
-        // Id 0 has no record under the marker in force: it is the fresh
-        // one, and its relic is returned with it.
+        // Nothing written under the marker in force: id 0 is at the
+        // high-water mark, and its relic is returned with it.
         let s = Snapshot {
             server_unix_millis: 1_000,
             marker_unix_millis: Some(500),
             records: vec![relic],
-            fresh: Some(0),
-            more: false,
+            ..Snapshot::default()
         };
         let workers_one = Terms { workers: 1, ..t };
-        let (worker, expect, fence) = workers_one.choose(&s, 500, 1_000, None).unwrap();
-        assert_eq!((worker, fence), (0, 12_500));
-        assert_eq!(expect.version, Some(7));
+        let choice = workers_one.choose(&s, 500, 1_000, None).unwrap();
+        let marker = StartCause::Marker {
+            marker_unix_millis: 500,
+        };
+        assert_eq!(chosen(choice), (0, 12_500, marker));
+        assert_eq!(choice.expect.version, Some(7));
         // A relic whose fence is past the marker rule keeps it.
         let mut far = record(0, "a", 0, 90_000);
         far.marker_unix_millis = 50;
         let s = Snapshot {
-            records: vec![far],
+            records: vec![far.clone()],
             ..s
         };
-        assert_eq!(workers_one.choose(&s, 500, 1_000, None).unwrap().2, 90_000);
+        let choice = workers_one.choose(&s, 500, 1_000, None).unwrap();
+        assert_eq!(chosen(choice), (0, 90_000, StartCause::Predecessor));
+        // Below the high-water mark, a relic was handed out again since the
+        // marker and its new record is gone: fenced from when that was seen.
+        let s = Snapshot {
+            high_water: 1,
+            records: vec![relic_at(0, 3_000)],
+            ..s
+        };
+        let forgotten = StartCause::Forgotten {
+            seen_unix_millis: 1_001,
+        };
+        let choice = workers_one.choose(&s, 500, 1_000, None).unwrap();
+        assert_eq!(chosen(choice), (0, 13_001, forgotten));
+    }
+
+    fn relic_at(worker: u64, fence_unix_millis: u64) -> Record {
+        Record {
+            marker_unix_millis: 50,
+            ..record(worker, "a", 0, fence_unix_millis)
+        }
     }
 
     #[test]
@@ -543,12 +763,43 @@ mod tests {
     }
 
     #[test]
-    fn the_lowest_unrecorded_id_is_offered() {
+    fn the_high_water_mark_is_offered_at_the_marker_rule() {
         let t = terms();
-        let s = snapshot(vec![record(0, "a", 5_000, 0), record(2, "b", 5_000, 0)]);
-        assert_eq!(t.choose(&s, 100, 0, None).unwrap().0, 1);
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "b", 5_000, 0)]);
-        assert_eq!(t.choose(&s, 100, 0, None).unwrap().0, 2);
+        let choice = t.choose(&s, 100, 0, None).unwrap();
+        assert_eq!((choice.worker, choice.start_unix_millis), (2, 12_100));
+        // At the layout's last id, nothing is past it.
+        let t = Terms { workers: 2, ..t };
+        assert_eq!(t.choose(&s, 100, 0, None), Err(2));
+    }
+
+    #[test]
+    fn an_id_whose_record_is_gone_waits_from_when_that_was_seen() {
+        let t = terms();
+        // Ids 0 and 2 held, id 1 handed out once (below the mark) and its
+        // record deleted: an empty slot is no proof that nobody issues on it.
+        let s = snapshot(vec![record(0, "a", 5_000, 0), record(2, "b", 5_000, 0)]);
+        assert_eq!(s.unrecorded, [1]);
+        let forgotten = StartCause::Forgotten {
+            seen_unix_millis: 1_001,
+        };
+        // Id 1 waits from the read (1 001 + 12 000); the mark, id 3, from
+        // the marker (100 + 12 000), which is earlier.
+        let choice = t.choose(&s, 100, 0, None).unwrap();
+        assert_eq!(
+            chosen(choice),
+            (
+                3,
+                12_100,
+                StartCause::Marker {
+                    marker_unix_millis: 100
+                }
+            )
+        );
+        let t = Terms { workers: 3, ..t };
+        let choice = t.choose(&s, 100, 0, None).unwrap();
+        assert_eq!(chosen(choice), (1, 13_001, forgotten));
+        assert_eq!(choice.expect.version, None);
     }
 
     #[test]
@@ -560,15 +811,111 @@ mod tests {
             record(1, "", 0, 10),
             record(2, "", 0, 700),
         ]);
-        assert_eq!(t.choose(&s, 100, 1_000, Some(2)).unwrap().0, 2);
+        assert_eq!(t.choose(&s, 100, 1_000, Some(2)).unwrap().worker, 2);
         // Held by another: the ordinary choice.
-        assert_eq!(t.choose(&s, 100, 1_000, Some(0)).unwrap().0, 1);
-        // Unrecorded (a loss), though not the lowest unrecorded id (2).
+        assert_eq!(t.choose(&s, 100, 1_000, Some(0)).unwrap().worker, 1);
+        // Unrecorded (a loss), though not the high-water mark (2).
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "", 0, 10)]);
-        let (worker, expect, fence) = t.choose(&s, 100, 1_000, Some(3)).unwrap();
-        assert_eq!((worker, expect.version, fence), (3, None, 12_100));
+        let choice = t.choose(&s, 100, 1_000, Some(3)).unwrap();
+        assert_eq!((choice.worker, choice.expect.version), (3, None));
+        assert_eq!(choice.start_unix_millis, 12_100);
         // Not an id of the layout: ignored.
-        assert_eq!(t.choose(&s, 100, 1_000, Some(9)).unwrap().0, 1);
+        assert_eq!(t.choose(&s, 100, 1_000, Some(9)).unwrap().worker, 1);
+    }
+
+    fn lost(worker: u64, marker_unix_millis: u64) -> Lost {
+        Lost {
+            worker,
+            marker_unix_millis,
+            fence_unix_millis: 4_000,
+        }
+    }
+
+    #[test]
+    fn a_holder_that_saw_its_lease_gone_trusts_no_empty_registry() {
+        let t = terms();
+        let healing = |seen_unix_millis| StartCause::Healing { seen_unix_millis };
+        // Its record gone under the same marker: TTL + skew past the read.
+        let s = snapshot(vec![record(0, "a", 5_000, 0)]);
+        assert_eq!(
+            t.floor(&s, Some(&lost(1, 100))),
+            Some((13_001, healing(1_001)))
+        );
+        // Its marker gone (the namespace emptied, a new marker written).
+        let s = Snapshot {
+            marker_unix_millis: Some(900),
+            ..snapshot(vec![record(1, "", 0, 0)])
+        };
+        assert_eq!(
+            t.floor(&s, Some(&lost(1, 100))),
+            Some((13_001, healing(1_001)))
+        );
+        // Its own confirmed fence, when later.
+        let far = Lost {
+            fence_unix_millis: 20_000,
+            ..lost(1, 100)
+        };
+        assert_eq!(t.floor(&s, Some(&far)), Some((20_000, healing(1_001))));
+        // Another holder took it under the same marker: an ordinary loss.
+        let s = snapshot(vec![record(1, "b", 5_000, 0)]);
+        assert_eq!(t.floor(&s, Some(&lost(1, 100))), None);
+        assert_eq!(t.floor(&s, None), None);
+    }
+
+    #[test]
+    fn waiting_out_rollbacks_starts_every_grant_past_its_read() {
+        let t = Terms {
+            wait_out_rollbacks: true,
+            ..terms()
+        };
+        let s = snapshot(vec![record(1, "", 0, 0)]);
+        let rollbacks = StartCause::Rollbacks {
+            seen_unix_millis: 1_001,
+        };
+        assert_eq!(t.floor(&s, None), Some((13_001, rollbacks)));
+        assert_eq!(terms().floor(&s, None), None);
+    }
+
+    #[test]
+    fn a_wiped_memory_registry_makes_an_acquisition_wait() {
+        let registry = crate::lease::MemoryRegistry::new();
+        let t = terms();
+        let first = acquire(&registry, &t, "a", now_ms, None).unwrap();
+        // A new registry vouches for its whole history: no wait.
+        assert_eq!(
+            first.cause,
+            StartCause::Marker {
+                marker_unix_millis: 0
+            }
+        );
+        assert!(first.previous_fence_unix_millis < now_ms());
+        let before = now_ms();
+        registry.delete_namespace("n");
+        let grant = acquire(&registry, &t, "b", now_ms, None).unwrap();
+        assert!(
+            matches!(grant.cause, StartCause::Marker { marker_unix_millis } if marker_unix_millis >= before)
+        );
+        assert!(grant.previous_fence_unix_millis >= before + 12_000);
+        // One record deleted under the marker: its id waits from the read.
+        let registry = crate::lease::MemoryRegistry::new();
+        let t = Terms { workers: 1, ..t };
+        let grant = acquire(&registry, &t, "a", now_ms, None).unwrap();
+        registry.delete_record("n", grant.holding.worker);
+        let before = now_ms();
+        let grant = acquire(&registry, &t, "b", now_ms, None).unwrap();
+        assert!(
+            matches!(grant.cause, StartCause::Forgotten { seen_unix_millis } if seen_unix_millis > before)
+        );
+        // And its holder, healing, waits too, its record gone.
+        let registry = crate::lease::MemoryRegistry::new();
+        let grant = acquire(&registry, &t, "a", now_ms, None).unwrap();
+        registry.lose_data();
+        let heal = acquire(&registry, &t, "a2", now_ms, Some(&grant.holding.as_lost())).unwrap();
+        assert!(matches!(
+            heal.cause,
+            StartCause::Healing { .. } | StartCause::Marker { .. }
+        ));
+        assert!(heal.previous_fence_unix_millis >= now_ms() + 11_000);
     }
 
     #[test]

@@ -60,6 +60,7 @@ pub struct Lease {
     pub(crate) skew: Duration,
     pub(crate) reacquire: bool,
     pub(crate) release_wait: Duration,
+    pub(crate) wait_out_rollbacks: bool,
 }
 
 /// The default of [`Lease::release_wait`]: 1 s.
@@ -92,6 +93,7 @@ impl Lease {
             skew: DEFAULT_SKEW,
             reacquire: true,
             release_wait: DEFAULT_RELEASE_WAIT,
+            wait_out_rollbacks: false,
         }
     }
 
@@ -147,6 +149,27 @@ impl Lease {
         self
     }
 
+    /// Whether every grant waits out the TTL and the skew allowance after the
+    /// registry was read, whatever the id's record says. Default: `false`.
+    ///
+    /// Turn it on where the registry can be rolled back in place: a backup
+    /// restored onto the same server (a MariaDB data directory copied back,
+    /// a PostgreSQL base backup started without `recovery.signal`), or an
+    /// etcd snapshot restored under the same cluster token before the
+    /// cluster's first leader change. Such a registry is consistent and
+    /// old, and nothing in it can tell: its records show fences older than
+    /// those their holders still issue below. With this on, a holder it
+    /// forgot has stopped (its fence lies at most a TTL and the skew past
+    /// its last renewal, which came before the read) before a new holder of
+    /// its id issues. It costs every build and every heal that wait (the TTL
+    /// and the skew: 12 s at the defaults), and nothing once a generator
+    /// runs: renewals are unchanged. See [A registry that loses its
+    /// data](super#a-registry-that-loses-its-data).
+    pub fn wait_out_rollbacks(mut self, on: bool) -> Self {
+        self.wait_out_rollbacks = on;
+        self
+    }
+
     /// The longest a build waits for a previous holder's fence that lies
     /// ahead of its clock, beyond the generator's `max_wait`: the TTL, plus
     /// the skew allowance, plus a second. That covers the fence of an id the
@@ -159,10 +182,27 @@ impl Lease {
             .saturating_add(Duration::from_secs(1))
     }
 
+    /// Checks the terms as a generator of `layout` with no `max_lead` would:
+    /// what a tool that reports on terms (`flakegen leases check`) asks
+    /// before it says anything of them.
+    ///
+    /// # Errors
+    ///
+    /// The first term that cannot work, and what to change.
+    pub fn validate(&self, layout: &Layout) -> Result<(), InvalidTerms> {
+        match self.check(layout, Duration::ZERO) {
+            Err(Refused::Invalid(terms)) => Err(terms),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks the terms against the layout and the generator's lead; returns
     /// the renewal interval.
     pub(crate) fn check(&self, layout: &Layout, max_lead: Duration) -> Result<Duration, Refused> {
         let ttl = self.ttl;
+        if self.skew.is_zero() {
+            return Err(Refused::Invalid(InvalidTerms::NoSkew));
+        }
         let least = MIN_TTL.max(layout.unit() * 2);
         if ttl < least {
             return Err(Refused::Invalid(InvalidTerms::TtlTooShort { ttl, least }));
@@ -205,6 +245,7 @@ impl Lease {
             retry_every: (renew_every / RETRIES_PER_RENEWAL).max(MIN_RETRY),
             quiet_when_lost: QUIET_WHEN_LOST,
             reacquire: self.reacquire,
+            wait_out_rollbacks: self.wait_out_rollbacks,
         };
         let on_thread = Arc::clone(&shared);
         // Events go where the builder's events go, as with a task it spawned.
@@ -228,6 +269,7 @@ impl fmt::Debug for Lease {
             .field("skew", &self.skew)
             .field("reacquire", &self.reacquire)
             .field("release_wait", &self.release_wait)
+            .field("wait_out_rollbacks", &self.wait_out_rollbacks)
             .finish_non_exhaustive()
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::backend::LeaseError;
 use super::claim::Claim;
+use super::protocol::StartCause;
 use super::slot::Slot;
 use crate::clock::Clock;
 use crate::clock::units::floor_millis;
@@ -73,6 +74,8 @@ pub struct LeaseStatus {
     /// id the registry lost, the loss rule's). Every ID issued under this
     /// lease has a timestamp at or after it, and before `fence`.
     pub starts: SystemTime,
+    /// Which bound set `starts`: why a generator waited, or waits, for it.
+    pub start_cause: StartCause,
     /// The confirmed fence: every ID the generator issues under this lease
     /// has a timestamp before it.
     pub fence: SystemTime,
@@ -107,6 +110,8 @@ struct Status {
     claim: Option<Arc<Claim>>,
     /// Its predecessor's fence, in ms since 1970: its IDs start there.
     starts_unix_millis: u64,
+    /// Which bound set that start.
+    start_cause: StartCause,
     /// It was acquired again after a loss, not for the build.
     reacquired: bool,
 }
@@ -147,6 +152,7 @@ impl Shared {
                 last_error: None,
                 claim: None,
                 starts_unix_millis: 0,
+                start_cause: StartCause::Predecessor,
                 reacquired: false,
             }),
             control: Mutex::new(None),
@@ -213,6 +219,7 @@ impl Shared {
             worker: claim.worker(),
             state,
             starts: UNIX_EPOCH + Duration::from_millis(status.starts_unix_millis),
+            start_cause: status.start_cause,
             fence: UNIX_EPOCH + Duration::from_millis(fence_unix_millis),
             time_left,
             last_error,
@@ -220,11 +227,12 @@ impl Shared {
     }
 
     /// On the lease's thread: a lease was acquired, renewed since
-    /// `renewed_at`; its IDs start at `starts_unix_millis`.
+    /// `renewed_at`; its IDs start at `starts_unix_millis`, for `start_cause`.
     pub(crate) fn hold(
         &self,
         claim: Arc<Claim>,
         starts_unix_millis: u64,
+        start_cause: StartCause,
         renewed_at: Instant,
         reacquired: bool,
     ) {
@@ -235,6 +243,7 @@ impl Shared {
         status.last_error = None;
         status.claim = Some(claim);
         status.starts_unix_millis = starts_unix_millis;
+        status.start_cause = start_cause;
         status.reacquired = reacquired;
     }
 

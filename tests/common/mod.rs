@@ -3,22 +3,22 @@
 #![allow(dead_code)] // each test file uses its own subset
 #![allow(unreachable_pub)] // a module of each test crate, not a public API
 
-#[cfg(remote)]
-pub mod backend;
 #[cfg(feature = "etcd")]
 pub mod etcd;
-#[cfg(remote)]
+#[cfg(feature = "remote")]
 pub mod forwarder;
 #[cfg(feature = "tokio")]
 pub mod heartbeat;
 #[cfg(feature = "mysql")]
 pub mod mysql;
-#[cfg(remote)]
-pub mod pair;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
+#[cfg(feature = "remote")]
+pub mod replicated;
+#[cfg(feature = "remote")]
+pub mod server;
 
 use std::time::Duration;
 

@@ -1,43 +1,27 @@
-//! MySQL, as the tests use it: a MariaDB server.
+//! MariaDB, for the mysql registry: a server of its own, and two masters
+//! replicating both ways, one of them read-only.
 
-use super::backend::{Backend, client};
+use super::replicated::{Injected, Replicated, pair_fault};
+use super::server::{Dice, Loss, Server};
 
-pub const BACKEND: Backend = Backend {
+pub const SERVER: Server = Server {
     name: "mysql",
     env: "MYSQL",
     service: "mariadb",
+    replicated: "mariadb-pair",
+    pair: true,
     // TRUNCATE takes the table's sentinel row with the rest.
-    truncate: Some(
+    loss: Loss::Sql(
         "SET @t = IF((SELECT COUNT(*) FROM information_schema.tables \
          WHERE table_schema = DATABASE() AND table_name = 'flakegen_leases') > 0, \
          'TRUNCATE flakegen_leases', 'DO 0'); \
          PREPARE s FROM @t; EXECUTE s; DEALLOCATE PREPARE s",
     ),
-    admin: Some(mariadb),
-    pid_file: |member| match member {
-        None => "mariadb/mariadb.pid".to_owned(),
-        Some(member) => format!("mariadb-pair-{member}/mariadb.pid"),
-    },
-    crashes: true,
+    terms: (1_000, 500),
+    harmless: &[],
+    fault,
 };
 
-/// `mysql://user:password@host:port/database` through MariaDB's client. A
-/// statement that waits on a lock (a TRUNCATE behind a client's open
-/// transaction) fails after 10 s, never hangs.
-fn mariadb(url: &str, sql: &str) {
-    let rest = url.trim_start_matches("mysql://");
-    let (credentials, rest) = rest.split_once('@').unwrap();
-    let (user, password) = credentials.split_once(':').unwrap();
-    let (address, database) = rest.split_once('/').unwrap();
-    let (host, port) = address.split_once(':').unwrap();
-    let database = database.split('?').next().unwrap();
-    let sql = format!("SET SESSION lock_wait_timeout = 10; {sql}");
-    let args = [
-        "-h", host, "-P", port, "-u", user, database, "-N", "-e", &sql,
-    ]
-    .map(String::from)
-    .into_iter()
-    .chain([format!("-p{password}")])
-    .collect::<Vec<_>>();
-    client("mariadb", &args);
+fn fault(r: &Replicated, choice: u64, dice: &mut dyn Dice) -> Injected {
+    pair_fault(r, choice, dice, true)
 }

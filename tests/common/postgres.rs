@@ -1,27 +1,25 @@
-//! PostgreSQL, as the tests use it.
+//! PostgreSQL, as the tests use it: a server of its own, and a primary
+//! with a streaming standby.
 
-use super::backend::{Backend, client};
+use super::replicated::{Injected, Replicated, pair_fault};
+use super::server::{Dice, Loss, Server};
 
-pub const BACKEND: Backend = Backend {
+pub const SERVER: Server = Server {
     name: "postgres",
     env: "POSTGRES",
     service: "postgres",
+    replicated: "postgres-pair",
+    pair: true,
     // Before flakegen first connects there is no table, and nothing to lose.
-    truncate: Some(
+    loss: Loss::Sql(
         "DO $$ BEGIN IF to_regclass('flakegen_leases') IS NOT NULL THEN \
          TRUNCATE flakegen_leases; END IF; END $$",
     ),
-    admin: Some(psql),
-    pid_file: |member| match member {
-        None => "postgres/postmaster.pid".to_owned(),
-        Some(member) => format!("postgres-pair-{member}/postmaster.pid"),
-    },
-    crashes: false,
+    terms: (1_000, 500),
+    harmless: &[],
+    fault,
 };
 
-fn psql(url: &str, sql: &str) {
-    client(
-        "psql",
-        &[url.to_owned(), "-qAt".into(), "-c".into(), sql.into()],
-    );
+fn fault(r: &Replicated, choice: u64, dice: &mut dyn Dice) -> Injected {
+    pair_fault(r, choice, dice, false)
 }

@@ -1,17 +1,21 @@
 //! Redis, as the tests use it: without persistence, so that a restart
-//! loses every lease.
+//! loses every lease; a server of its own, and a primary with a replica.
 
-use super::backend::Backend;
+use super::replicated::{Injected, Replicated, pair_fault};
+use super::server::{Dice, Loss, Server};
 
-pub const BACKEND: Backend = Backend {
+pub const SERVER: Server = Server {
     name: "redis",
     env: "REDIS",
     service: "redis",
-    truncate: None,
-    admin: None,
-    pid_file: |member| match member {
-        None => "redis.pid".to_owned(),
-        Some(member) => format!("redis-pair-{member}.pid"),
-    },
-    crashes: true,
+    replicated: "redis-pair",
+    pair: true,
+    loss: Loss::Crash,
+    terms: (1_000, 500),
+    harmless: &[],
+    fault,
 };
+
+fn fault(r: &Replicated, choice: u64, dice: &mut dyn Dice) -> Injected {
+    pair_fault(r, choice, dice, false)
+}

@@ -1,19 +1,142 @@
-//! A registry from a URL.
+//! The registries flakegen knows, written once: what [`connect`] opens,
+//! what the `flakegen` command's help names, and what the crate guide and
+//! the README list (a test holds them to this table). A new registry is its
+//! folder beside this file and a row here.
 
 use std::sync::Arc;
 
-use super::LeaseError;
-use super::Registry;
+use super::{LeaseError, Registry};
 
-/// Connects to the registry a URL names: `postgres://` (or `postgresql://`)
-/// with the `postgres` feature, `mysql://` (MySQL or MariaDB) with the
-/// `mysql` feature, `redis://` (or `rediss://`, with TLS) with the `redis`
-/// feature, `etcd://host:port,host:port/prefix` (or `etcds://`, with TLS)
-/// with the `etcd` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a PostgreSQL URL,
-/// as libpq takes them; `ssl-mode=` and `ssl-ca=<CA file>` in a MySQL URL,
-/// as MySQL's clients take them; `rediss://`, and `sslrootcert=` too, for
-/// Redis. Without a CA file, the system's CAs are trusted (the Mozilla
-/// roots, for MySQL).
+/// One kind of registry flakegen knows: [`REGISTRIES`] lists them all,
+/// built in or not.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RegistryKind {
+    /// The store, as its operators name it.
+    pub name: &'static str,
+    /// The registry's type in [`flakegen::lease`](crate::lease).
+    pub registry: &'static str,
+    /// The crate feature that builds it in.
+    pub feature: &'static str,
+    /// The URL schemes it answers to, its own first; a scheme with TLS
+    /// second where it has one.
+    pub schemes: &'static [&'static str],
+    /// Its URL's form.
+    pub url: &'static str,
+    /// What it detects as a loss: generators wait the TTL and the skew,
+    /// then heal.
+    pub detects: &'static str,
+    /// What it cannot tell, and what covers it.
+    pub cannot_tell: &'static str,
+    open: Option<Opener>,
+}
+
+/// What opens a registry of one kind from its URL.
+type Opener = fn(&str) -> Result<Arc<dyn Registry>, LeaseError>;
+
+impl RegistryKind {
+    /// Whether this build has it (its feature is on).
+    pub const fn built_in(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Every registry's URL schemes, as a sentence: `mysql:// (or
+    /// mariadb://), postgres:// …`. The `flakegen` command's help and
+    /// [`connect`]'s errors say it.
+    pub fn schemes_said() -> String {
+        let each: Vec<String> = REGISTRIES
+            .iter()
+            .map(|kind| {
+                let others: Vec<String> =
+                    kind.schemes[1..].iter().map(|s| format!("{s}://")).collect();
+                format!("{}:// (or {})", kind.schemes[0], others.join(", "))
+            })
+            .collect();
+        each.join(", ")
+    }
+}
+
+/// The opener of a registry type, where its feature is on.
+macro_rules! opener {
+    ($feature:literal, $registry:ident :: $ty:ident) => {{
+        #[cfg(feature = $feature)]
+        let open: Option<Opener> = Some(|url| Ok(Arc::new(super::$registry::$ty::new(url)?)));
+        #[cfg(not(feature = $feature))]
+        let open: Option<Opener> = None;
+        open
+    }};
+}
+
+/// Every registry flakegen knows, in the order the docs list them.
+pub const REGISTRIES: &[RegistryKind] = &[
+    RegistryKind {
+        name: "MySQL or MariaDB",
+        registry: "MysqlRegistry",
+        feature: "mysql",
+        schemes: &["mysql", "mariadb"],
+        url: "mysql://user:password@host:port/database",
+        detects: "a failover to a replica, or a switch to the other side of a master-master \
+                  pair (another server); TRUNCATE, rows deleted, a dropped table, both tables \
+                  dropped; a logical restore",
+        cannot_tell: "a physical backup restored onto the same host and port \
+                      (Lease::wait_out_rollbacks covers it); a crash with \
+                      innodb_flush_log_at_trx_commit = 0. Two masters that both take writes \
+                      are refused",
+        open: opener!("mysql", mysql::MysqlRegistry),
+    },
+    RegistryKind {
+        name: "PostgreSQL",
+        registry: "PostgresRegistry",
+        feature: "postgres",
+        schemes: &["postgres", "postgresql"],
+        url: "postgres://user:password@host:port/database",
+        detects: "a failover (a new timeline); a restore to a point in time, into another \
+                  cluster, or of the lease table from a dump; TRUNCATE, rows deleted, a \
+                  dropped table, both tables dropped",
+        cannot_tell: "a physical backup started without recovery.signal, which keeps its \
+                      timeline (Lease::wait_out_rollbacks covers it); a machine's crash with \
+                      fsync = off",
+        open: opener!("postgres", postgres::PostgresRegistry),
+    },
+    RegistryKind {
+        name: "Redis",
+        registry: "RedisRegistry",
+        feature: "redis",
+        schemes: &["redis", "rediss"],
+        url: "redis://:password@host:port/db",
+        detects: "every restart of the server, whatever its persistence; a failover \
+                  (Sentinel, REPLICAOF NO ONE); FLUSHALL, FLUSHDB, keys deleted",
+        cannot_tell: "keys restored from an old dump into the same server process \
+                      (Lease::wait_out_rollbacks covers it). Eviction (an allkeys-* policy) \
+                      is refused",
+        open: opener!("redis", redis::RedisRegistry),
+    },
+    RegistryKind {
+        name: "etcd",
+        registry: "EtcdRegistry",
+        feature: "etcd",
+        schemes: &["etcd", "etcds"],
+        url: "etcd://user:password@host:port,host:port/prefix",
+        detects: "a restore from a snapshot (a new cluster id, or raft's term below the \
+                  highest the prefix saw); keys deleted",
+        cannot_tell: "a snapshot taken before the cluster's first leader change, restored \
+                      under the same token (Lease::wait_out_rollbacks covers it). No server \
+                      clock: every host's clock must keep within the skew allowance of the \
+                      others, unchecked",
+        open: opener!("etcd", etcd::EtcdRegistry),
+    },
+];
+
+/// Connects to the registry a URL names, as [`REGISTRIES`] has it:
+/// `mysql://` (MySQL or MariaDB) with the `mysql` feature, `postgres://`
+/// (or `postgresql://`) with the `postgres` feature, `redis://` (or
+/// `rediss://`, with TLS) with the `redis` feature,
+/// `etcd://host:port,host:port/prefix` (or `etcds://`, with TLS) with the
+/// `etcd` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a
+/// PostgreSQL URL, as libpq takes them; `ssl-mode=` and `ssl-ca=<CA file>`
+/// in a MySQL URL, as MySQL's clients take them; `rediss://`, and
+/// `sslrootcert=` too, for Redis and etcd. Without a CA file, the system's
+/// CAs are trusted (the Mozilla roots, for MySQL).
 ///
 /// Nothing is sent until the first acquisition.
 ///
@@ -21,42 +144,61 @@ use super::Registry;
 ///
 /// [`LeaseError::UnsupportedUrl`] for another scheme,
 /// [`LeaseError::FeatureOff`] for one whose feature is off, and
-/// [`LeaseError::InvalidUrl`] for a URL the client cannot parse.
+/// [`LeaseError::InvalidUrl`] for a URL the client cannot parse (its
+/// message never shows a password).
 pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
     // Schemes are case-insensitive (RFC 3986, section 3.1).
     let scheme = url
         .split_once("://")
         .map_or("", |(scheme, _)| scheme)
         .to_ascii_lowercase();
-    match scheme.as_str() {
-        #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => Ok(Arc::new(super::postgres::PostgresRegistry::new(url)?)),
-        #[cfg(not(feature = "postgres"))]
-        "postgres" | "postgresql" => Err(LeaseError::FeatureOff {
+    let Some(kind) = REGISTRIES
+        .iter()
+        .find(|k| k.schemes.contains(&scheme.as_str()))
+    else {
+        return Err(LeaseError::UnsupportedUrl { scheme });
+    };
+    let Some(open) = kind.open else {
+        return Err(LeaseError::FeatureOff {
             scheme,
-            feature: "postgres",
-        }),
-        #[cfg(feature = "redis")]
-        "redis" | "rediss" => Ok(Arc::new(super::redis::RedisRegistry::new(url)?)),
-        #[cfg(not(feature = "redis"))]
-        "redis" | "rediss" => Err(LeaseError::FeatureOff {
-            scheme,
-            feature: "redis",
-        }),
-        #[cfg(feature = "mysql")]
-        "mysql" | "mariadb" => Ok(Arc::new(super::mysql::MysqlRegistry::new(url)?)),
-        #[cfg(not(feature = "mysql"))]
-        "mysql" | "mariadb" => Err(LeaseError::FeatureOff {
-            scheme,
-            feature: "mysql",
-        }),
-        #[cfg(feature = "etcd")]
-        "etcd" | "etcds" => Ok(Arc::new(super::etcd::EtcdRegistry::new(url)?)),
-        #[cfg(not(feature = "etcd"))]
-        "etcd" | "etcds" => Err(LeaseError::FeatureOff {
-            scheme,
-            feature: "etcd",
-        }),
-        _ => Err(LeaseError::UnsupportedUrl { scheme }),
+            feature: kind.feature,
+        });
+    };
+    super::url::check_shape(url)?;
+    open(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scheme_is_one_registrys() {
+        let mut all: Vec<&str> = REGISTRIES
+            .iter()
+            .flat_map(|k| k.schemes.iter().copied())
+            .collect();
+        let count = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), count, "a scheme is two registries'");
+        let said = RegistryKind::schemes_said();
+        for kind in REGISTRIES {
+            for scheme in kind.schemes {
+                assert!(said.contains(&format!("{scheme}://")), "{said}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_registry_whose_feature_is_off_says_which_feature() {
+        for kind in REGISTRIES.iter().filter(|k| !k.built_in()) {
+            let url = format!("{}://u:p@h:1/x", kind.schemes[0]);
+            match connect(&url) {
+                Err(LeaseError::FeatureOff { feature, .. }) => assert_eq!(feature, kind.feature),
+                Err(other) => panic!("{url}: {other:?}"),
+                Ok(_) => panic!("{url}: opened without its feature"),
+            }
+        }
     }
 }

@@ -191,6 +191,15 @@ pub enum LeaseError {
         /// What the member said.
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
+    /// A namespace could not be declared new
+    /// ([`Registry::declare_new`](super::Registry::declare_new)): the
+    /// registry holds a trace of it, or cannot tell.
+    NotNew {
+        /// The namespace.
+        namespace: String,
+        /// What was found.
+        trace: String,
+    },
     /// The server answered with an error.
     Server {
         /// The server's address.
@@ -205,8 +214,8 @@ impl fmt::Display for LeaseError {
         match self {
             LeaseError::UnsupportedUrl { scheme } => write!(
                 f,
-                "no lease registry for {scheme:?} URLs: use postgres://, mysql:// (or \
-                 mariadb://), redis:// (rediss:// with TLS), or etcd:// (etcds:// with TLS)"
+                "no lease registry for {scheme:?} URLs: use {}",
+                super::connect::RegistryKind::schemes_said()
             ),
             LeaseError::FeatureOff { scheme, feature } => write!(
                 f,
@@ -256,10 +265,10 @@ impl fmt::Display for LeaseError {
             } => write!(
                 f,
                 "lease registry at {address} refused flakegen's statement ({source}): the \
-                 user in the URL must be allowed to use the table flakegen_leases, and to \
-                 create it the first time. Create it once as a user that may \
-                 ({registry}::DDL, then {registry}::NEW_TABLE_MARKER), then \
-                 GRANT SELECT, INSERT, UPDATE ON flakegen_leases to this user"
+                 user in the URL must be allowed to use the tables flakegen_leases and \
+                 flakegen_namespaces, and to create them the first time. Create them once \
+                 as a user that may ({registry}::DDL), then GRANT SELECT, INSERT, UPDATE ON \
+                 flakegen_leases, flakegen_namespaces to this user"
             ),
             LeaseError::NoQuorum { address, source } => write!(
                 f,
@@ -349,6 +358,12 @@ impl fmt::Display for LeaseError {
                 f,
                 "lease registry at {address} holds no leases: no generator has leased from it \
                  yet (the first one creates what it needs)"
+            ),
+            LeaseError::NotNew { namespace, trace } => write!(
+                f,
+                "lease namespace {namespace:?} cannot be declared new: {trace}. Its first \
+                 build waits the TTL and the skew allowance instead, which is always safe; \
+                 a namespace with a trace of use may have generators that still issue"
             ),
             LeaseError::Server { address, source } => {
                 write!(

@@ -6,10 +6,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::{
-    Expect, Inspect, LeaseError, Listing, NewRecord, Record, Registry, Snapshot, Survey, Transport,
-    said,
-};
+use super::inspect::{Inspect, Listing, Survey, Transport};
+use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, said};
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
 
@@ -64,24 +62,38 @@ struct Shared {
 static SERVERS: AtomicU64 = AtomicU64::new(1);
 
 struct State {
-    /// The marker, the same for every namespace, like a table's, and the
-    /// server that wrote it: in force only on that server.
-    marker: Option<Marker>,
-    /// What [`Registry::mark`] writes where there is no marker: when the
-    /// data began; `None` on a replica, whose primary may have written
-    /// after the copy: the moment it is marked.
+    /// Each namespace's marker and high-water mark, and the server that
+    /// wrote it: in force only on that server.
+    marks: BTreeMap<String, Mark>,
+    /// When the data began, for a namespace this registry has never seen:
+    /// 0 for a registry made empty in this process (it knows its whole
+    /// history), the moment of the last loss after one; `None` on a
+    /// replica, whose primary may have written after the copy: the moment
+    /// it is marked.
     began_unix_millis: Option<u64>,
+    /// Namespaces deleted by hand, and when: their next marker is no earlier.
+    deleted: BTreeMap<String, u64>,
     records: BTreeMap<(String, u64), Record>,
     reachable: bool,
 }
 
+/// A namespace's marker, its high-water mark, and the server it was
+/// written on.
+#[derive(Clone, Copy, Debug)]
+struct Mark {
+    unix_millis: u64,
+    high_water: u64,
+    server: u64,
+}
+
 impl MemoryRegistry {
-    /// An empty registry on the system clock. It has lost nothing, so its
-    /// first generators need not wait.
+    /// An empty registry on the system clock. It was made in this process,
+    /// so it knows that nothing was lost: its first generators need not wait.
     pub fn new() -> Self {
         Self::with_state(State {
-            marker: None,
+            marks: BTreeMap::new(),
             began_unix_millis: Some(0),
+            deleted: BTreeMap::new(),
             records: BTreeMap::new(),
             reachable: true,
         })
@@ -97,23 +109,40 @@ impl MemoryRegistry {
         }
     }
 
-    /// Loses every record and the marker, as a Redis restarted without
+    /// Loses every record and marker, as a Redis restarted without
     /// persistence does. The next marker is the moment of the loss.
     pub fn lose_data(&self) {
         let now = self.now_ceil_ms();
         let mut state = self.state();
         state.records.clear();
-        state.marker = None;
+        state.marks.clear();
+        state.deleted.clear();
         state.began_unix_millis = Some(now);
+    }
+
+    /// Deletes a namespace's records and marker, as an operator's clean-up
+    /// script would: the namespace's next marker is the moment of it.
+    pub fn delete_namespace(&self, namespace: &str) {
+        let now = self.now_ceil_ms();
+        let mut state = self.state();
+        state.records.retain(|(ns, _), _| ns != namespace);
+        state.marks.remove(namespace);
+        state.deleted.insert(namespace.to_owned(), now);
+    }
+
+    /// Deletes one id's record, as an operator would by hand: the marker
+    /// and the high-water mark stay.
+    pub fn delete_record(&self, namespace: &str, worker: u64) {
+        self.state().records.remove(&(namespace.to_owned(), worker));
     }
 
     /// A copy of this registry's data as it stands now, answering as
     /// another server: a replica whose replication stops here, which a
     /// failover then promotes. It holds every record written so far and
-    /// none written after; the marker it copied is not in force on it (a
+    /// none written after; the markers it copied are not in force on it (a
     /// promotion is a change of history, which the registry detects), so
-    /// its first acquisition writes a new marker, no earlier than the
-    /// moment it does and later than the old one.
+    /// its first acquisition in a namespace writes a new marker, no earlier
+    /// than the moment it does and later than the old one.
     ///
     /// # Examples
     ///
@@ -139,8 +168,9 @@ impl MemoryRegistry {
     pub fn replica(&self) -> MemoryRegistry {
         let state = self.state();
         MemoryRegistry::with_state(State {
-            marker: state.marker,
+            marks: state.marks.clone(),
             began_unix_millis: None,
+            deleted: state.deleted.clone(),
             records: state.records.clone(),
             reachable: true,
         })
@@ -152,12 +182,13 @@ impl MemoryRegistry {
         self.state().reachable = reachable;
     }
 
-    /// The marker in force on this server, if any.
-    fn marker(&self, state: &State) -> Option<u64> {
+    /// The namespace's mark in force on this server, if any.
+    fn mark_of(&self, state: &State, namespace: &str) -> Option<Mark> {
         state
-            .marker
+            .marks
+            .get(namespace)
             .filter(|m| m.server == self.shared.server)
-            .map(|m| m.unix_millis)
+            .copied()
     }
 
     /// The record of `worker` in `namespace`, if any.
@@ -198,13 +229,6 @@ impl MemoryRegistry {
     }
 }
 
-/// A marker, and the server it was written on.
-#[derive(Clone, Copy, Debug)]
-struct Marker {
-    unix_millis: u64,
-    server: u64,
-}
-
 impl Default for MemoryRegistry {
     fn default() -> Self {
         Self::new()
@@ -215,7 +239,7 @@ impl fmt::Debug for MemoryRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.state();
         f.debug_struct("MemoryRegistry")
-            .field("marker_ms", &self.marker(&state))
+            .field("namespaces", &state.marks.len())
             .field("records", &state.records.len())
             .finish_non_exhaustive()
     }
@@ -238,43 +262,50 @@ impl Registry for MemoryRegistry {
             .range(from..to)
             .map(|(_, r)| r.clone())
             .collect();
-        // The lowest id with no record under the marker in force.
-        let marker = self.marker(&state);
-        let mut fresh = 0;
-        for record in records
-            .iter()
-            .filter(|r| Some(r.marker_unix_millis) == marker)
-        {
-            if record.worker != fresh {
-                break;
-            }
-            fresh += 1;
-        }
+        let mark = self.mark_of(&state, namespace);
+        let (marker_unix_millis, high_water) =
+            mark.map_or((None, 0), |m| (Some(m.unix_millis), m.high_water));
+        // Every id below the mark with no record under the marker.
+        let unrecorded = (0..high_water.min(workers))
+            .filter(|&w| {
+                !records
+                    .iter()
+                    .any(|r| r.worker == w && Some(r.marker_unix_millis) == marker_unix_millis)
+            })
+            .collect();
         Ok(Snapshot {
             server_unix_millis,
-            marker_unix_millis: marker,
+            marker_unix_millis,
             records,
-            fresh: (fresh < workers).then_some(fresh),
+            high_water,
+            unrecorded,
             more: false,
         })
     }
 
-    fn mark(&self, _namespace: &str) -> Result<u64, LeaseError> {
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         let now = self.now_ceil_ms();
         let mut state = self.answer()?;
-        if let Some(marker) = self.marker(&state) {
-            return Ok(marker);
+        if let Some(mark) = self.mark_of(&state, namespace) {
+            return Ok(mark.unix_millis);
         }
-        let unix_millis = match state.marker {
+        let unix_millis = match state.marks.get(namespace) {
             // Another server's: its history may hold writes this one never
             // had. Never earlier than now, nor than the marker it replaces.
             Some(old) => now.max(old.unix_millis + 1),
-            None => state.began_unix_millis.unwrap_or(now),
+            None => {
+                let began = state.began_unix_millis.unwrap_or(now);
+                began.max(state.deleted.get(namespace).copied().unwrap_or(0))
+            }
         };
-        state.marker = Some(Marker {
-            unix_millis,
-            server: self.shared.server,
-        });
+        state.marks.insert(
+            namespace.to_owned(),
+            Mark {
+                unix_millis,
+                high_water: 0,
+                server: self.shared.server,
+            },
+        );
         Ok(unix_millis)
     }
 
@@ -289,7 +320,9 @@ impl Registry for MemoryRegistry {
         let mut state = self.answer()?;
         let key = (namespace.to_owned(), worker);
         let found = state.records.get(&key).map(|r| r.version);
-        if self.marker(&state) != Some(expect.marker_unix_millis) || found != expect.version {
+        let mark = self.mark_of(&state, namespace);
+        if mark.map(|m| m.unix_millis) != Some(expect.marker_unix_millis) || found != expect.version
+        {
             return Ok(None);
         }
         let stored = Record {
@@ -305,7 +338,46 @@ impl Registry for MemoryRegistry {
             fence_unix_millis: record.fence_unix_millis,
         };
         state.records.insert(key, stored);
+        if let Some(mark) = state.marks.get_mut(namespace) {
+            mark.high_water = mark.high_water.max(worker.saturating_add(1));
+        }
         Ok(Some(server_unix_millis))
+    }
+
+    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
+        super::check_namespace(namespace)?;
+        let mut state = self.answer()?;
+        let trace = if state.marks.contains_key(namespace) {
+            Some("it has a marker".to_owned())
+        } else if state.records.keys().any(|(ns, _)| ns == namespace) {
+            Some("it has records".to_owned())
+        } else if let Some(at) = state.deleted.get(namespace) {
+            Some(format!("it was deleted at unix ms {at}"))
+        } else {
+            match state.began_unix_millis {
+                Some(0) => None,
+                Some(at) => Some(format!("the registry lost its data at unix ms {at}")),
+                None => Some(
+                    "the registry is a replica promoted, whose primary's namespaces are unknown"
+                        .to_owned(),
+                ),
+            }
+        };
+        if let Some(trace) = trace {
+            return Err(LeaseError::NotNew {
+                namespace: namespace.to_owned(),
+                trace,
+            });
+        }
+        state.marks.insert(
+            namespace.to_owned(),
+            Mark {
+                unix_millis: 0,
+                high_water: 0,
+                server: self.shared.server,
+            },
+        );
+        Ok(())
     }
 
     fn inspect(&self) -> Option<&dyn Inspect> {
@@ -319,11 +391,13 @@ impl Inspect for MemoryRegistry {
             server_unix_millis,
             marker_unix_millis,
             records,
+            high_water,
             ..
         } = self.read(namespace, u64::MAX, None)?;
         Ok(Listing {
             server_unix_millis,
             marker_unix_millis,
+            high_water,
             records,
         })
     }

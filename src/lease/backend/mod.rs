@@ -31,15 +31,20 @@
 //!   every two hosts' clocks within it of each other. Fences need no clock
 //!   at all: whatever the clocks say, a holder's IDs stay below the fence
 //!   the store confirmed, and its successor starts at it.
-//! - **A marker that names its history.** The marker is the moment, by the
-//!   server's clock, from which the store vouches for its records. It must
-//!   change whenever the store may have forgotten a write it confirmed: its
-//!   data lost (a restart without persistence, a `TRUNCATE`, a dropped
-//!   table), or its history changed under it (a replica promoted, a
+//! - **A marker that names its history, and a high-water mark.** A
+//!   namespace's marker is the moment, by the registry's clock, from which
+//!   the store vouches for the namespace's records. It must change whenever
+//!   the store may have forgotten a write it confirmed: its data lost (a
+//!   restart without persistence, a `TRUNCATE`, a dropped table, keys or
+//!   rows deleted), or its history changed under it (a replica promoted, a
 //!   restore, another server answering at the same address). Every write
 //!   checks the marker in the same atomic step, so a holder from before a
 //!   change can no longer renew, and every record from before it is fenced
-//!   by the loss rule.
+//!   by the loss rule. A namespace with no marker is new or emptied, and
+//!   nothing tells which: its new marker is the moment it was found. The
+//!   high-water mark, raised with every write past it, tells an id never
+//!   handed out under the marker (at or above it) from one whose record is
+//!   gone (below it), which waits from the moment that was seen.
 //!
 //! The servers of one registry (a primary and its replicas) are taken to
 //! keep their clocks in step, as databases with replicas do (NTP): the new
@@ -49,7 +54,7 @@
 //!
 //! Beside the three steps, [`Inspect`] is what a tool shows an operator
 //! (`flakegen leases`, `flakegen leases check`): optional, for registries
-//! that can say it.
+//! that can say it, with its views in [`lease::inspect`](super::inspect).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,24 +65,27 @@ pub(super) mod connect;
 mod error;
 #[cfg(feature = "etcd")]
 pub(super) mod etcd;
+pub(super) mod inspect;
 pub(super) mod memory;
 #[cfg(feature = "mysql")]
 pub(super) mod mysql;
 #[cfg(feature = "postgres")]
 pub(super) mod postgres;
-#[cfg(remote)]
+#[cfg(feature = "remote")]
 mod probe;
 #[cfg(feature = "redis")]
 pub(super) mod redis;
-#[cfg(remote)]
+#[cfg(feature = "remote")]
 mod remote;
-#[cfg(remote)]
+#[cfg(feature = "remote")]
 mod tls;
+pub(super) mod url;
 
 pub use self::error::LeaseError;
 #[cfg(feature = "etcd")]
 pub(crate) use self::error::Source;
 pub(crate) use self::error::said;
+pub use self::inspect::Inspect;
 
 /// How long connecting to a registry, or one request once connected, may
 /// take before it counts as unreachable, measured on the client: 3 s.
@@ -91,14 +99,18 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 /// rule and the release rule are decided once, by flakegen, over these three
 /// steps (see [the contract](super#the-contract)). A registry must promise:
 ///
-/// - **Atomic steps, judged by the server's clock.** [`swap`](Self::swap)
-///   checks and writes in one step, and computes an expiry from its own clock.
-/// - **A marker no earlier than any loss.** If the store can lose records,
-///   or its history can change (a restart without persistence, a truncated
-///   or dropped table, a failover to a replica, a restore), the marker in
-///   force after it is no earlier, by the server's clock in milliseconds,
-///   than the loss: it is written anew, and every record written before it
-///   is either gone or still carries the old marker. See [the module
+/// - **Atomic steps, judged by one clock.** [`swap`](Self::swap) checks and
+///   writes in one step, and computes an expiry from the registry's clock:
+///   the server's, or, for a store without one, its clients' ([`TimeBase`]).
+/// - **A marker no earlier than any loss, and a high-water mark.** If the
+///   store can lose records, or its history can change (a restart without
+///   persistence, a truncated or dropped table, data deleted by hand, a
+///   failover to a replica, a restore), the namespace's marker in force
+///   after it is no earlier, by the registry's clock in milliseconds, than
+///   the loss: it is written anew, and every record written before it is
+///   either gone or still carries the old marker. A namespace with no
+///   marker proves nothing: [`mark`](Self::mark) dates it now. Every write
+///   past the namespace's high-water mark raises it. See [the module
 ///   docs](self#what-a-store-must-provide-and-why).
 /// - **Bounded calls.** Every call finishes or fails within the registry's
 ///   timeout, measured on the client, whatever the server does.
@@ -113,10 +125,10 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 /// over a fixture of yours, against your real server.
 pub trait Registry: Send + Sync + 'static {
     /// Reads what an acquisition in `namespace`, among ids `0..workers`,
-    /// chooses from: the server's clock, the marker in force (`None` if
-    /// there is none), the records an acquisition may take, and the lowest
-    /// id with no record written under the marker in force
-    /// ([`Snapshot::fresh`]).
+    /// chooses from: the server's clock, the namespace's marker in force
+    /// (`None` if there is none), its high-water mark
+    /// ([`Snapshot::high_water`]), the records an acquisition may take, and
+    /// ids below the mark whose records are gone ([`Snapshot::unrecorded`]).
     ///
     /// [`Snapshot::records`] may hold any records of the namespace below
     /// `workers` (all of them, for a registry that can afford it), and must
@@ -128,12 +140,19 @@ pub trait Registry: Send + Sync + 'static {
     ///   expired by the server's clock, one, preferably the one with the
     ///   earliest fence;
     /// - the record of `prefer`, the id a generator held before a loss;
-    /// - the record of [`Snapshot::fresh`], if it has one from before the
-    ///   marker in force.
+    /// - the record of the id at the high-water mark, if it has one from
+    ///   before the marker in force.
+    ///
+    /// [`Snapshot::unrecorded`] must hold, if there is one, an id below the
+    /// high-water mark with no record under the marker, from a bounded
+    /// slice of the ids below it that successive reads move through
+    /// ([`Snapshot::more`] while they have not covered them all). An index
+    /// entry whose record is gone names such an id too.
     ///
     /// A read may take several steps rather than one atomic one: if an
-    /// acquisition racing it takes the fresh id between them, and the
-    /// snapshot holds that id's new record, flakegen reads again.
+    /// acquisition racing it takes the id at the high-water mark between
+    /// them, and the snapshot holds that id's new record, flakegen reads
+    /// again.
     ///
     /// # Errors
     ///
@@ -148,22 +167,29 @@ pub trait Registry: Send + Sync + 'static {
 
     /// Makes sure the namespace has a marker, and returns the one in force.
     ///
-    /// A new marker is the moment the store's data began, by the server's
-    /// clock in milliseconds rounded up: any data it lost was lost before that.
-    /// A store that knows it has lost nothing (a table it has just created)
-    /// may say 0.
+    /// A new marker is the server's clock now, in milliseconds rounded up,
+    /// with a high-water mark of 0, and later than any marker it replaces
+    /// (one of another history: a failover, a restore). Never earlier: a
+    /// namespace with no marker is new, or was emptied (a `FLUSHALL`, its
+    /// tables dropped, its keys deleted, a backup from before it existed
+    /// restored), and nothing in an empty store tells which. Only
+    /// [`declare_new`](Self::declare_new) writes an earlier one. A registry
+    /// that knows its whole history (a [`MemoryRegistry`](super::MemoryRegistry),
+    /// which lives and dies with its process) may say when its data began.
     ///
     /// # Errors
     ///
     /// The connection's errors.
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError>;
 
-    /// Writes `record` as the record of `worker`, if and only if the marker
-    /// in force is `expect.marker_unix_millis` and the record's version is
-    /// `expect.version` (`None`: there is no record). The record written
-    /// carries `expect.marker_unix_millis`, and expires `record.ttl_millis`
-    /// after the server's now (never, for a free record: `ttl_millis` 0
-    /// writes expiry 0).
+    /// Writes `record` as the record of `worker`, if and only if the
+    /// namespace's marker in force is `expect.marker_unix_millis` and the
+    /// record's version is `expect.version` (`None`: there is no record).
+    /// The record written carries `expect.marker_unix_millis`, and expires
+    /// `record.ttl_millis` after the server's now (never, for a free record:
+    /// `ttl_millis` 0 writes expiry 0). A `worker` at or above the
+    /// namespace's high-water mark raises the mark to `worker + 1`, in the
+    /// same atomic step or before it, never after.
     ///
     /// Returns the server's clock when it wrote (ms since 1970, rounded
     /// down), or `None` if it did not write.
@@ -180,6 +206,26 @@ pub trait Registry: Send + Sync + 'static {
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError>;
 
+    /// Declares `namespace` new: writes its marker as 0, so that its first
+    /// generators start at once rather than wait the TTL and the skew
+    /// allowance (`flakegen leases init`). Only where the namespace has no
+    /// trace in the registry: no marker, no record, no index entry, and its
+    /// name among none the registry keeps of namespaces it has seen. A
+    /// namespace emptied by hand shows none of them, so whoever calls this
+    /// vouches that no generator has ever leased in it, or that all that
+    /// did have stopped for longer than the TTL and the skew allowance.
+    ///
+    /// # Errors
+    ///
+    /// [`LeaseError::NotNew`] with the trace found, or, by default, for a
+    /// registry that cannot tell; the connection's errors.
+    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
+        Err(LeaseError::NotNew {
+            namespace: namespace.to_owned(),
+            trace: "this registry cannot tell a new namespace from an emptied one".to_owned(),
+        })
+    }
+
     /// Whose clock the times this registry returns are read from. Default:
     /// [`TimeBase::Server`].
     fn time_base(&self) -> TimeBase {
@@ -191,40 +237,6 @@ pub trait Registry: Send + Sync + 'static {
     fn inspect(&self) -> Option<&dyn Inspect> {
         None
     }
-}
-
-/// What a tool shows an operator of a registry (`flakegen leases`,
-/// `flakegen leases check`): optional, apart from the three storage steps a
-/// registry must offer, and reached through [`Registry::inspect`]. Leasing
-/// never calls it. Nothing here writes: a look at a registry never
-/// creates its table, its marker, or a record.
-pub trait Inspect: Send + Sync {
-    /// Every record of `namespace`, whatever marker it was written under,
-    /// ordered by worker id, with the server's clock and the marker in
-    /// force. It may cost what the namespace's records cost.
-    ///
-    /// # Errors
-    ///
-    /// The connection's errors, [`LeaseError::NoLeases`] when the store
-    /// holds no leases at all (no table yet), and [`LeaseError::Corrupt`]
-    /// for a record the registry cannot read.
-    fn list(&self, namespace: &str) -> Result<Listing, LeaseError>;
-
-    /// The namespaces that have records, in order.
-    ///
-    /// # Errors
-    ///
-    /// As for [`list`](Self::list).
-    fn namespaces(&self) -> Result<Vec<String>, LeaseError>;
-
-    /// What the server says of itself: the connection as negotiated, and
-    /// each setting or arrangement under which leasing from it could fail,
-    /// wait, or hand an id to two holders, with what to do.
-    ///
-    /// # Errors
-    ///
-    /// The connection's errors.
-    fn survey(&self) -> Result<Survey, LeaseError>;
 }
 
 // Forwards every method, provided ones included: a new provided method
@@ -241,6 +253,9 @@ macro_rules! forward_registry {
             }
             fn swap(&self, namespace: &str, worker: u64, expect: Expect, record: &NewRecord<'_>) -> Result<Option<u64>, LeaseError> {
                 (**self).swap(namespace, worker, expect, record)
+            }
+            fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
+                (**self).declare_new(namespace)
             }
             fn time_base(&self) -> TimeBase {
                 (**self).time_base()
@@ -275,118 +290,39 @@ pub enum TimeBase {
 pub struct Snapshot {
     /// The server's clock when it read, in ms since 1970 (rounded down).
     pub server_unix_millis: u64,
-    /// The marker in force, if any.
+    /// The namespace's marker in force, if any.
     pub marker_unix_millis: Option<u64>,
     /// Records an acquisition may take, in any order: see [`Registry::read`]
     /// for which must be here.
     pub records: Vec<Record>,
-    /// The lowest id below `workers` with no record written under the
-    /// marker in force: one no holder has touched since the store's data
-    /// began (it may hold a record from before, which is then in `records`).
-    /// `None` when every id has one.
-    pub fresh: Option<u64>,
-    /// `fresh` may not be the lowest such id: a registry that looks for it
-    /// a bounded slice of ids at a time found none in this read's slice
-    /// (more acquisitions than the slice holds came between two reads), and
-    /// the next read looks past it. flakegen reads again, a bounded number
-    /// of times.
+    /// The namespace's high-water mark under the marker in force: no id at
+    /// or above it has had a record written under that marker. Every
+    /// [`swap`](Registry::swap) that writes a record at or above it raises
+    /// it past that id, in the same atomic step (or before it). 0 where
+    /// there is no marker.
+    pub high_water: u64,
+    /// Ids below `high_water` and `workers` with no record written under
+    /// the marker in force, that the read found: ids handed out whose
+    /// records are gone (deleted by hand). A read need not look at every
+    /// id below the mark: see [`more`](Self::more).
+    pub unrecorded: Vec<u64>,
+    /// The read looked for `unrecorded` ids in a bounded slice of the ids
+    /// below the high-water mark, and did not reach them all: the next read
+    /// looks past it. flakegen reads again, a bounded number of times, when
+    /// nothing else is free.
     pub more: bool,
 }
 
 impl Snapshot {
-    /// Whether the fresh id has a record under `marker_unix_millis` after
-    /// all: a read made of several steps, not one atomic step, can see an
-    /// acquisition racing it write that record between them. Such a
-    /// snapshot is read again.
+    /// Whether the snapshot holds a record under `marker_unix_millis` at
+    /// or above its own high-water mark: a read made of several steps, not
+    /// one atomic step, can see an acquisition racing it write that record
+    /// between them. Such a snapshot is read again.
     pub(crate) fn fresh_taken(&self, marker_unix_millis: u64) -> bool {
-        self.fresh.is_some_and(|fresh| {
-            self.records
-                .iter()
-                .any(|r| r.worker == fresh && r.marker_unix_millis == marker_unix_millis)
-        })
+        self.records
+            .iter()
+            .any(|r| r.worker >= self.high_water && r.marker_unix_millis == marker_unix_millis)
     }
-}
-
-/// What [`Inspect::list`] found: every record of a namespace.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Listing {
-    /// The server's clock when it read, in ms since 1970 (rounded down).
-    pub server_unix_millis: u64,
-    /// The marker in force, if any. A record written under another is void:
-    /// its id is fenced by the loss rule.
-    pub marker_unix_millis: Option<u64>,
-    /// Every record, by worker id.
-    pub records: Vec<Record>,
-}
-
-/// What the server says of itself: [`Inspect::survey`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Survey {
-    /// How the connection travels, as negotiated with the server.
-    pub transport: Transport,
-    /// What stands between the server and the generators that rely on it.
-    pub caveats: Vec<Caveat>,
-}
-
-impl Survey {
-    /// A survey of a connection over `transport`, with `caveats`.
-    pub fn new(transport: Transport, caveats: Vec<Caveat>) -> Self {
-        Survey { transport, caveats }
-    }
-}
-
-/// How a connection to a registry travels, as negotiated: what the
-/// connection did, not what its URL asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Transport {
-    /// In this process: no network.
-    InProcess,
-    /// Plain text.
-    Plain,
-    /// TLS, with this much of the server's certificate verified.
-    Tls(Verified),
-}
-
-/// How much of a server's certificate a TLS connection verified.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Verified {
-    /// Nothing: anyone on the path could answer for the server.
-    Nothing,
-    /// Its chain, up to a trusted CA, but not the host name.
-    Chain,
-    /// Its chain and the host name in the URL.
-    Full,
-}
-
-/// A setting or arrangement of the server's under which leasing from it
-/// could fail, wait, or hand an id to two holders: see [`Inspect::survey`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caveat {
-    /// What it bears on: `durability` (what a crash could forget),
-    /// `topology` (replicas, failovers, other writers), `eviction`.
-    pub topic: &'static str,
-    /// What was seen, as the server names it
-    /// (`innodb_flush_log_at_trx_commit = 0`, `primary, 1 asynchronous replica`).
-    pub setting: String,
-    /// How much it matters.
-    pub severity: Severity,
-    /// What it means for generators, and what to do.
-    pub advice: String,
-}
-
-/// How much a [`Caveat`] matters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Severity {
-    /// Worth knowing: what a fault would cost, all of it safe.
-    Note,
-    /// Works, and is safe, unless something else fails too (a machine's
-    /// crash, not the server's).
-    Warning,
-    /// Generators will fail here, or could share an id: fix it first.
-    Danger,
 }
 
 /// One worker id's record.
@@ -400,7 +336,9 @@ pub struct Record {
     pub version: u64,
     /// The marker in force when the record was written.
     pub marker_unix_millis: u64,
-    /// When the lease expires, by the server's clock (ms since 1970); 0 when free.
+    /// When the lease expires, by the registry's clock (ms since 1970: the
+    /// server's, or its clients' for a store without one, [`TimeBase`]);
+    /// 0 when free.
     pub expires_unix_millis: u64,
     /// The fence (ms since 1970): every ID its holders issued lies below it.
     pub fence_unix_millis: u64,

@@ -6,14 +6,18 @@
 //!
 //! The gateway speaks protobuf's JSON mapping: 64-bit integers are strings,
 //! bytes are base64, and a field at its zero value is left out (`"succeeded"`
-//! is absent when a transaction's compares failed).
+//! is absent when a transaction's compares failed). A transaction is typed
+//! here as etcd's own clients type it: each operation added returns a
+//! handle, and the answer is read through the handle, never by position.
 
 use std::io;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::net::TcpStream;
+
+use super::http;
 
 /// What went wrong on one call.
 #[derive(Debug)]
@@ -22,7 +26,8 @@ pub(super) enum Error {
     Io(io::Error),
     /// The TLS handshake.
     Tls(io::Error),
-    /// An answer that is not the gateway's: another server at the port.
+    /// An answer that is not the gateway's: another server at the port, a
+    /// proxy's error page, a body over the limit.
     Protocol(String),
     /// The server's own error: a gRPC status code and its message.
     Status { code: i64, message: String },
@@ -57,6 +62,15 @@ impl From<io::Error> for Error {
     }
 }
 
+impl From<http::Error> for Error {
+    fn from(e: http::Error) -> Self {
+        match e {
+            http::Error::Io(e) => Error::Io(e),
+            http::Error::Protocol(what) => Error::Protocol(what),
+        }
+    }
+}
+
 /// gRPC's codes that the registry tells apart.
 pub(super) mod code {
     pub(in super::super) const INVALID_ARGUMENT: i64 = 3;
@@ -75,7 +89,7 @@ pub(super) struct Gateway {
     /// `host:port`, for the `Host` header.
     host: String,
     /// The auth token, once authenticated.
-    token: Option<String>,
+    pub(super) token: Option<Arc<str>>,
 }
 
 impl Gateway {
@@ -107,55 +121,57 @@ impl Gateway {
         })
     }
 
-    /// Authenticates as `user`: every later call carries the token.
-    pub(super) async fn authenticate(&mut self, user: &str, password: &str) -> Result<(), Error> {
+    /// Logs in as `user`: every later call carries the token, which any
+    /// member takes where the cluster issues signed tokens (`--auth-token
+    /// jwt`), and this member alone otherwise.
+    pub(super) async fn authenticate(
+        &mut self,
+        user: &str,
+        password: &str,
+    ) -> Result<Arc<str>, Error> {
+        // A login carries no token: the member refuses one it does not know.
+        self.token = None;
         let reply = self
             .call(
                 "/v3/auth/authenticate",
                 &json!({"name": user, "password": password}),
             )
             .await?;
-        let token = reply["token"]
+        let token: Arc<str> = reply["token"]
             .as_str()
-            .ok_or_else(|| Error::Protocol("authenticate: no token in the answer".into()))?;
-        self.token = Some(token.to_owned());
-        Ok(())
+            .ok_or_else(|| Error::Protocol("authenticate: no token in the answer".into()))?
+            .into();
+        self.token = Some(Arc::clone(&token));
+        Ok(token)
     }
 
     /// Posts `body` to `path` and returns the answer: the server's error as
-    /// [`Error::Status`].
+    /// [`Error::Status`], another server's answer as [`Error::Protocol`].
     pub(super) async fn call(&mut self, path: &str, body: &Value) -> Result<Value, Error> {
         // A member that went away left the connection at its end: seen
         // before anything is sent, as one look that does not wait.
         let idle = std::time::Duration::ZERO;
-        if let Ok(Ok(buffered)) = tokio::time::timeout(idle, self.stream.fill_buf()).await {
+        if let Ok(Ok(buffered)) =
+            tokio::time::timeout(idle, tokio::io::AsyncBufReadExt::fill_buf(&mut self.stream)).await
+        {
             if buffered.is_empty() {
                 return Err(Error::Stale);
             }
         }
+        let token = self.token.clone();
+        let headers: Vec<(&str, &str)> = token.iter().map(|t| ("Authorization", &**t)).collect();
         let body = body.to_string();
-        let mut request = format!(
-            "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\n",
-            self.host,
-            body.len()
-        );
-        if let Some(token) = &self.token {
-            request.push_str(&format!("Authorization: {token}\r\n"));
-        }
-        request.push_str("\r\n");
-        request.push_str(&body);
-        let stream = self.stream.get_mut();
-        stream.write_all(request.as_bytes()).await?;
-        stream.flush().await?;
-        let answer = self.read_answer().await?;
-        let value: Value = serde_json::from_slice(&answer).map_err(|e| {
-            Error::Protocol(format!(
-                "not etcd's JSON gateway at this port ({e}): {}",
-                String::from_utf8_lossy(&answer[..answer.len().min(80)])
-            ))
-        })?;
-        if value.get("header").is_none() {
+        let answer = http::post(
+            &mut self.stream,
+            &self.host,
+            path,
+            &headers,
+            body.as_bytes(),
+        )
+        .await?;
+        let value: Option<Value> = serde_json::from_slice(&answer.body).ok();
+        // The gateway's own errors carry a gRPC code, whatever the status.
+        if let Some(value) = value.as_ref().filter(|v| v.get("header").is_none()) {
             if let Some(code) = value.get("code").and_then(Value::as_i64) {
                 let message = value["message"]
                     .as_str()
@@ -165,80 +181,180 @@ impl Gateway {
                 return Err(Error::Status { code, message });
             }
         }
-        Ok(value)
+        match (answer.status, value) {
+            (200, Some(value)) => Ok(value),
+            (status, _) => Err(Error::Protocol(format!(
+                "not etcd's JSON gateway at this port: HTTP {status}, {}",
+                String::from_utf8_lossy(&answer.body[..answer.body.len().min(80)])
+            ))),
+        }
+    }
+}
+
+/// A transaction: compares, then the operations of one branch or the other.
+#[derive(Debug, Default)]
+pub(super) struct Txn {
+    compare: Vec<Value>,
+    success: Vec<Value>,
+    failure: Vec<Value>,
+}
+
+/// A range added to a [`Txn`]: its answer is read through it.
+#[derive(Clone, Copy, Debug)]
+#[must_use = "a range's answer is read through its handle"]
+pub(super) struct Get(usize);
+
+/// A key as a range returned it.
+#[derive(Clone, Debug)]
+pub(super) struct Kv {
+    pub(super) key: String,
+    pub(super) value: Vec<u8>,
+    pub(super) create_revision: u64,
+    pub(super) mod_revision: u64,
+}
+
+impl Txn {
+    pub(super) fn new() -> Txn {
+        Txn::default()
     }
 
-    /// One HTTP answer's body, by its length or its chunks.
-    async fn read_answer(&mut self) -> Result<Vec<u8>, Error> {
-        let mut line = String::new();
-        self.read_line(&mut line).await?;
-        if !line.starts_with("HTTP/1.") {
-            return Err(Error::Protocol(format!(
-                "not an HTTP server at this port: it answered {:?}",
-                line.trim_end()
-            )));
-        }
-        let mut length = None;
-        let mut chunked = false;
-        loop {
-            line.clear();
-            self.read_line(&mut line).await?;
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                let value = value.trim();
-                if name.eq_ignore_ascii_case("content-length") {
-                    length =
-                        Some(value.parse::<usize>().map_err(|_| {
-                            Error::Protocol(format!("a Content-Length of {value:?}"))
-                        })?);
-                } else if name.eq_ignore_ascii_case("transfer-encoding") {
-                    chunked = value.eq_ignore_ascii_case("chunked");
-                }
-            }
-        }
-        let mut body = Vec::new();
-        if chunked {
-            loop {
-                line.clear();
-                self.read_line(&mut line).await?;
-                let size = line.trim_end().split(';').next().unwrap_or("");
-                let size = usize::from_str_radix(size, 16)
-                    .map_err(|_| Error::Protocol(format!("a chunk size of {size:?}")))?;
-                if size == 0 {
-                    // The trailer, if any, ends with an empty line.
-                    loop {
-                        line.clear();
-                        self.read_line(&mut line).await?;
-                        if line.trim_end().is_empty() {
-                            return Ok(body);
-                        }
-                    }
-                }
-                let start = body.len();
-                body.resize(start + size, 0);
-                self.stream.read_exact(&mut body[start..]).await?;
-                line.clear();
-                self.read_line(&mut line).await?;
-            }
-        }
-        let length = length
-            .ok_or_else(|| Error::Protocol("an answer with neither a length nor chunks".into()))?;
-        body.resize(length, 0);
-        self.stream.read_exact(&mut body).await?;
-        Ok(body)
+    /// Reads `key`, in either branch.
+    pub(super) fn get(&mut self, key: &str) -> Get {
+        self.range(json!({"key": base64(key.as_bytes())}))
     }
 
-    async fn read_line(&mut self, line: &mut String) -> Result<(), Error> {
-        if self.stream.read_line(line).await? == 0 {
-            return Err(Error::Io(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "the server closed the connection",
-            )));
+    /// Reads the keys that start with `prefix`, from `from` (a key with that
+    /// prefix) on, ascending, at most `limit` (0: all), in either branch.
+    pub(super) fn scan(
+        &mut self,
+        prefix: &str,
+        from: Option<&str>,
+        limit: u64,
+        keys_only: bool,
+    ) -> Get {
+        let mut end = prefix.as_bytes().to_vec();
+        // The first key past the prefix: its last byte plus one (never 0xff
+        // here: keys are text).
+        *end.last_mut().expect("a prefix is never empty") += 1;
+        self.range(json!({
+            "key": base64(from.unwrap_or(prefix).as_bytes()),
+            "range_end": base64(&end),
+            "limit": limit.to_string(),
+            "keys_only": keys_only,
+            "sort_order": "ASCEND",
+            "sort_target": "KEY",
+        }))
+    }
+
+    fn range(&mut self, request: Value) -> Get {
+        // Reads come first in both branches, so a handle means the same
+        // answer in either.
+        assert_eq!(
+            self.success.len(),
+            self.failure.len(),
+            "reads before writes"
+        );
+        let op = json!({ "request_range": request });
+        self.success.push(op.clone());
+        self.failure.push(op);
+        Get(self.success.len() - 1)
+    }
+
+    /// Writes `value` at `key` if the compares hold.
+    pub(super) fn put(&mut self, key: &str, value: &str) {
+        self.success.push(json!({"request_put": {
+            "key": base64(key.as_bytes()), "value": base64(value.as_bytes())}}));
+    }
+
+    /// Deletes `key` if the compares hold.
+    pub(super) fn delete(&mut self, key: &str) {
+        self.success
+            .push(json!({"request_delete_range": {"key": base64(key.as_bytes())}}));
+    }
+
+    /// Holds if `key`'s value is `value`.
+    pub(super) fn value_is(&mut self, key: &str, value: &str) {
+        self.compare
+            .push(json!({"key": base64(key.as_bytes()), "target": "VALUE",
+            "result": "EQUAL", "value": base64(value.as_bytes())}));
+    }
+
+    /// Holds if `key` was last written at `revision`.
+    pub(super) fn modified_at(&mut self, key: &str, revision: u64) {
+        self.compare
+            .push(json!({"key": base64(key.as_bytes()), "target": "MOD",
+            "result": "EQUAL", "mod_revision": revision.to_string()}));
+    }
+
+    /// Holds if `key` was created at `revision`; 0: if there is no such key.
+    pub(super) fn created_at(&mut self, key: &str, revision: u64) {
+        self.compare
+            .push(json!({"key": base64(key.as_bytes()), "target": "CREATE",
+            "result": "EQUAL", "create_revision": revision.to_string()}));
+    }
+
+    pub(super) fn body(&self) -> Value {
+        json!({"compare": self.compare, "success": self.success, "failure": self.failure})
+    }
+}
+
+/// A member's answer header: which cluster, and the raft term.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Header {
+    pub(super) cluster: u64,
+    pub(super) term: u64,
+}
+
+/// A transaction's answer.
+#[derive(Debug)]
+pub(super) struct Answer {
+    pub(super) header: Header,
+    /// Whether the compares held (the success branch ran).
+    pub(super) succeeded: bool,
+    value: Value,
+}
+
+impl Answer {
+    pub(super) fn of(value: Value) -> Answer {
+        let header = &value["header"];
+        Answer {
+            header: Header {
+                cluster: number(&header["cluster_id"]).unwrap_or(0),
+                term: number(&header["raft_term"]).unwrap_or(0),
+            },
+            succeeded: value["succeeded"].as_bool().unwrap_or(false),
+            value,
         }
-        Ok(())
+    }
+
+    /// The keys a range found, by its handle; `Err` names what was unreadable.
+    pub(super) fn kvs(&self, get: Get) -> Result<Vec<Kv>, String> {
+        let range = &self.value["responses"][get.0]["response_range"];
+        let Some(kvs) = range.get("kvs").and_then(Value::as_array) else {
+            return Ok(Vec::new());
+        };
+        kvs.iter()
+            .map(|kv| {
+                let bytes = |field: &str| {
+                    kv[field]
+                        .as_str()
+                        .map_or(Some(Vec::new()), unbase64)
+                        .ok_or_else(|| format!("a key's {field} is not base64: {kv}"))
+                };
+                Ok(Kv {
+                    key: String::from_utf8(bytes("key")?)
+                        .map_err(|e| format!("a key is not UTF-8: {e}"))?,
+                    value: bytes("value")?,
+                    create_revision: number(&kv["create_revision"]).unwrap_or(0),
+                    mod_revision: number(&kv["mod_revision"]).unwrap_or(0),
+                })
+            })
+            .collect()
+    }
+
+    /// The one key a `get` found, if any.
+    pub(super) fn kv(&self, get: Get) -> Result<Option<Kv>, String> {
+        Ok(self.kvs(get)?.into_iter().next())
     }
 }
 
@@ -317,5 +433,44 @@ mod tests {
         assert_eq!(number(&json!(7)), Some(7));
         assert_eq!(number(&Value::Null), Some(0));
         assert_eq!(number(&json!("x")), None);
+    }
+
+    #[test]
+    fn a_range_is_read_through_its_handle_in_either_branch() {
+        let mut txn = Txn::new();
+        let a = txn.get("/a");
+        let b = txn.scan("/p/", None, 2, true);
+        txn.modified_at("/a", 3);
+        txn.put("/a", "x");
+        let body = txn.body();
+        assert_eq!(body["success"].as_array().unwrap().len(), 3);
+        assert_eq!(body["failure"].as_array().unwrap().len(), 2);
+        let answer = Answer::of(json!({
+            "header": {"cluster_id": "9", "raft_term": "4"},
+            "responses": [
+                {"response_range": {"kvs": [{"key": base64(b"/a"), "value": base64(b"1"),
+                    "create_revision": "2", "mod_revision": "3"}]}},
+                {"response_range": {}},
+            ],
+        }));
+        assert_eq!(
+            answer.header,
+            Header {
+                cluster: 9,
+                term: 4
+            }
+        );
+        assert!(!answer.succeeded);
+        let kv = answer.kv(a).unwrap().unwrap();
+        assert_eq!(
+            (
+                kv.key.as_str(),
+                kv.value.as_slice(),
+                kv.create_revision,
+                kv.mod_revision
+            ),
+            ("/a", &b"1"[..], 2, 3)
+        );
+        assert!(answer.kvs(b).unwrap().is_empty());
     }
 }

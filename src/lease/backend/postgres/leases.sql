@@ -1,13 +1,12 @@
 CREATE TABLE IF NOT EXISTS flakegen_leases (
     namespace  text   NOT NULL,
-    -- The worker id; -1 is the table's sentinel row (namespace ''), -2 a
-    -- namespace's cursor row.
+    -- The worker id; -1 is the table's sentinel row (namespace '').
     worker     bigint NOT NULL,
     -- The holder's token; NULL when nobody holds it.
     holder     text,
     -- Changes with every write: a write names the version it replaces.
     version    bigint NOT NULL DEFAULT 0,
-    -- The marker in force when the row was written.
+    -- The namespace's marker in force when the row was written.
     marker_ms  bigint NOT NULL DEFAULT 0,
     -- When the lease expires, by the server's clock (ms since 1970).
     expires_ms bigint NOT NULL DEFAULT 0,

@@ -1,14 +1,13 @@
 CREATE TABLE IF NOT EXISTS flakegen_leases (
     -- The namespace.
     namespace  VARCHAR(200) NOT NULL,
-    -- The worker id; -1 is the table's sentinel row (namespace ''), -2 a
-    -- namespace's cursor row.
+    -- The worker id; -1 is the table's sentinel row (namespace '').
     worker     BIGINT NOT NULL,
     -- The holder's token; NULL when nobody holds it.
     holder     VARCHAR(255) NULL,
     -- Changes with every write: a write names the version it replaces.
     version    BIGINT NOT NULL DEFAULT 0,
-    -- The marker in force when the row was written.
+    -- The namespace's marker in force when the row was written.
     marker_ms  BIGINT NOT NULL DEFAULT 0,
     -- When the lease expires, by the server's clock (ms since 1970).
     expires_ms BIGINT NOT NULL DEFAULT 0,

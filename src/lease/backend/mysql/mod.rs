@@ -1,0 +1,495 @@
+//! Leases in a MySQL or MariaDB table (feature `mysql`): the storage steps.
+
+mod errors;
+mod inspect;
+mod session;
+mod url;
+
+use std::fmt;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, Row};
+
+use self::session::Session;
+use super::inspect::Verified;
+use super::remote::{Failure, Remote};
+use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
+
+/// Worker-id leases kept in a MySQL or MariaDB table, `flakegen_leases`
+/// (InnoDB), with each namespace's marker in a table beside it,
+/// `flakegen_namespaces`; both are created on first use.
+///
+/// Each step is a few statements, none in a transaction that spans two
+/// (a client paused between them holds no lock), and expiry is judged by
+/// the server's clock (`NOW(6)`, in ms, rounded down; a new marker rounded
+/// up). A [`swap`](Registry::swap) is one statement: an `UPDATE` of the
+/// record at its expected version joined to the namespace's marker row
+/// (whose high-water mark it raises when the record was written under
+/// another marker), or, when no record is expected, the mark raised and
+/// then an `INSERT … SELECT` from the marker row. A statement's reads of
+/// the rows it writes or joins are current reads: InnoDB's REPEATABLE READ
+/// snapshot never decides a swap, a swap cannot pass on a record or marker
+/// another client has changed since, and a `TRUNCATE` waits for the
+/// statement. The connection asks for `CLIENT_FOUND_ROWS`, so a matched
+/// row counts though its values might not change. Every call, connecting
+/// included, finishes or fails within its timeout on the client, and the
+/// server gives up a lock wait after as long. A broken connection is opened
+/// again on the next call.
+///
+/// A read finds what an acquisition chooses from through two indexes (the
+/// free records by fence, the held ones by expiry, over a stored column
+/// `is_free`), and looks for records gone below the high-water mark 256
+/// ids at a time from a cursor: its cost does not grow with the id space or
+/// with the records kept.
+///
+/// # What counts as a loss
+///
+/// A namespace's marker is its row of `flakegen_namespaces`: the moment
+/// from which the registry vouches for its records, and a stamp of the
+/// history it vouches for: the server that confirms writes (`@@server_id`,
+/// `@@hostname`, `@@port`), the lease table's creation time, and the token
+/// of the table's sentinel row (`worker` -1, written with the table). Every
+/// statement compares the stamp with the server's own, so a marker whose
+/// history changed is void at once, and the next acquisition writes a new
+/// one (the server's clock, rounded up, and later than the old one). Each
+/// of these is a detected loss that costs the first TTL and skew after it
+/// a wait:
+///
+/// - a **failover** to a replica, or a switch to the other server of a
+///   master-master pair, whether it missed the last renewals or not, and a
+///   replica cloned from a copy of the data directory (another server);
+/// - `TRUNCATE`, or a `DELETE` of every row (the sentinel goes);
+/// - a **dropped** and re-created lease table, and a logical restore on the
+///   same server (a dump's table is created anew, in another second,
+///   though the sentinel row came back with it);
+/// - **rows deleted**: both tables dropped, a namespace's marker row
+///   deleted, its records deleted. A namespace with no marker row gets the
+///   server's clock now: it is new, or was emptied, and nothing in an
+///   empty table tells which (see [`Registry::mark`]); a record deleted
+///   under a marker that stays is found below the high-water mark, and its
+///   id waits from the moment it was seen gone.
+///
+/// Not detected: a physical backup restored onto the same host and port
+/// (the same server, table and rows, only older). Turn on
+/// [`Lease::wait_out_rollbacks`](crate::lease::Lease::wait_out_rollbacks)
+/// where that can happen.
+///
+/// Leases need one server that takes writes. A connection that finds the
+/// server read-only (a replica) is refused ([`LeaseError::ReadOnly`]), and
+/// so is one that finds it writable while it replicates from another server
+/// that takes writes too (two masters at once, as in a master-master pair
+/// that takes writes on both sides: each would grant leases alone), or that
+/// cannot be asked ([`LeaseError::MultiWriter`]). Seeing the replication
+/// needs the `REPLICA MONITOR` (MariaDB) or `REPLICATION CLIENT` (MySQL)
+/// privilege; without it the check is skipped, and `Inspect::survey`
+/// (`flakegen leases check`) says so. A Galera or Group Replication cluster
+/// never loses a write it confirmed, but moving between its members still
+/// counts as a loss here (another server), and costs the same wait.
+///
+/// A restart or a crash of the server is no loss when its commits are
+/// durable: `innodb_flush_log_at_trx_commit = 1`, the default, keeps every
+/// renewal across crashes of the server and of its machine; `2` across the
+/// server's own crashes only. With `0`, a crash forgets up to a second of
+/// renewals that their holders already used, and nothing in the table
+/// shows it: two holders could then share an id. Keep `1` (or `2` with a
+/// machine that does not crash under it). It is a global setting, which a
+/// session cannot raise for itself; `Inspect::survey` reports it.
+///
+/// # MySQL 8 and MariaDB
+///
+/// The SQL keeps to what both accept (tested against MariaDB 10.11):
+/// `NOW(6)`, a stored generated column, `WITH RECURSIVE`, `INSERT … ON
+/// DUPLICATE KEY UPDATE … VALUES()` (deprecated in MySQL 8.0.20, still
+/// accepted), multi-table `UPDATE` and `INSERT … SELECT`. On MySQL 8 the
+/// default authentication (`caching_sha2_password`) over a plain
+/// connection needs the server's RSA key, which the client fetches; over
+/// TLS it needs nothing. MySQL 8's `utf8mb4_bin` compares namespaces
+/// without trailing-space padding, MariaDB's with it: flakegen refuses
+/// namespaces that end in white space.
+///
+/// For teams that run migrations themselves, the tables and indexes are
+/// [`Self::DDL`]:
+///
+/// ```sql
+#[doc = include_str!("leases.sql")]
+#[doc = include_str!("namespaces.sql")]
+/// ```
+///
+/// # Examples
+///
+/// ```no_run
+/// use flakegen::{Builder, IdGenerator, lease::{Lease, MysqlRegistry}};
+///
+/// let url = "mysql://app:secret@10.0.0.7:3306/app?ssl-mode=VERIFY_IDENTITY&ssl-ca=/etc/ssl/db-ca.pem";
+/// let generator = Builder::new().lease(Lease::new(MysqlRegistry::new(url)?, "orders")).build_atomic()?;
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+pub struct MysqlRegistry {
+    opts: Opts,
+    /// How much of the server's certificate the TLS options check.
+    verified: Verified,
+    remote: Remote<Session>,
+}
+
+/// The server's clock in ms, rounded down: expiry is judged no later than it is.
+const NOW_MS: &str = "FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000)";
+
+/// What a marker vouches for, as the server names its history now: the
+/// server that confirms writes, when the lease table was created (in
+/// seconds: a new table, or a logical restore, changes it), and the token
+/// of the table's sentinel row (`worker` -1), which `TRUNCATE` or a
+/// `DELETE` of every row takes away. Refers to the lease table: only in
+/// statements that know it exists.
+macro_rules! stamp {
+    () => {
+        "CONCAT(@@server_id, '/', @@hostname, ':', @@port, '/', \
+         COALESCE((SELECT UNIX_TIMESTAMP(CREATE_TIME) FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'flakegen_leases'), 'none'), '/', \
+         COALESCE((SELECT holder FROM flakegen_leases WHERE namespace = '' AND worker = -1), 'none'))"
+    };
+}
+
+/// Writes the table's sentinel row where it is missing, with a token no
+/// other table had: a table's data begins with it.
+const SENTINEL: &str = "INSERT IGNORE INTO flakegen_leases (namespace, worker, holder, fence_ms) \
+     VALUES ('', -1, UUID(), 0)";
+
+/// The namespace `?`'s marker in force, its high-water mark and cursor.
+const MARK_IN_FORCE: &str = concat!(
+    "SELECT marker_ms, high_water, cursor_at FROM flakegen_namespaces WHERE namespace = ? \
+     AND stamp = ",
+    stamp!()
+);
+
+/// How many ids below the high-water mark a read looks at for records gone.
+const SLICE: i64 = 256;
+
+/// The columns of a record, in the order [`MysqlRegistry::record`] reads them.
+const COLUMNS: &str = "worker, COALESCE(holder, ''), version, marker_ms, expires_ms, fence_ms";
+
+/// The lowest id in `[?, ?)` with no record under the marker `?` of the
+/// namespace `?`.
+const GAP: &str = "WITH RECURSIVE s (w) AS (SELECT CAST(? AS SIGNED) UNION ALL \
+     SELECT w + 1 FROM s WHERE w + 1 < ?) \
+     SELECT MIN(s.w) FROM s LEFT JOIN flakegen_leases l \
+     ON l.namespace = ? AND l.worker = s.w AND l.marker_ms = ? WHERE l.worker IS NULL";
+
+/// A renewal: the record at its version, under the marker it was written
+/// under, which is joined in as it is now (a current read).
+const SWAP_UPDATE: &str = concat!(
+    "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
+     AND m.marker_ms = ? AND m.stamp = ",
+    stamp!(),
+    " SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
+     l.expires_ms = ?, l.fence_ms = ? \
+     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms = m.marker_ms"
+);
+
+/// A record at its version written under another marker, taken under the
+/// one in force, whose high-water mark it raises in the same statement.
+const SWAP_ADOPT: &str = concat!(
+    "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
+     AND m.marker_ms = ? AND m.stamp = ",
+    stamp!(),
+    " SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
+     l.expires_ms = ?, l.fence_ms = ?, m.high_water = GREATEST(m.high_water, l.worker + 1) \
+     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms <> m.marker_ms"
+);
+
+/// The high-water mark raised past a worker, under the marker in force:
+/// before a record is inserted, never after.
+const RAISE: &str = concat!(
+    "UPDATE flakegen_namespaces SET high_water = GREATEST(high_water, ? + 1) \
+     WHERE namespace = ? AND marker_ms = ? AND stamp = ",
+    stamp!()
+);
+
+/// A record where none is, under the marker in force.
+const SWAP_INSERT: &str = concat!(
+    "INSERT INTO flakegen_leases \
+     (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
+     SELECT ?, ?, NULLIF(?, ''), ?, m.marker_ms, ?, ? FROM flakegen_namespaces m \
+     WHERE m.namespace = ? AND m.marker_ms = ? AND m.stamp = ",
+    stamp!()
+);
+
+/// Writes the namespace's marker where none is in force: the server's
+/// clock, rounded up, and later than one of another history it replaces,
+/// with a high-water mark of 0 (the assignments run left to right: the
+/// stamp last).
+const MARK: &str = concat!(
+    "INSERT INTO flakegen_namespaces (namespace, marker_ms, stamp) \
+     VALUES (?, CEIL(UNIX_TIMESTAMP(NOW(6)) * 1000), ",
+    stamp!(),
+    ") ON DUPLICATE KEY UPDATE \
+     marker_ms = IF(stamp = VALUES(stamp), marker_ms, GREATEST(VALUES(marker_ms), marker_ms + 1)), \
+     high_water = IF(stamp = VALUES(stamp), high_water, 0), \
+     cursor_at = IF(stamp = VALUES(stamp), cursor_at, 0), \
+     stamp = VALUES(stamp)"
+);
+
+/// Writes the namespace's marker as 0, where it has no marker row and no
+/// record.
+const DECLARE_NEW: &str = concat!(
+    "INSERT IGNORE INTO flakegen_namespaces (namespace, marker_ms, stamp) \
+     SELECT ?, 0, ",
+    stamp!(),
+    " FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM flakegen_leases WHERE namespace = ?)"
+);
+
+type Sql<T> = Result<T, Failure<mysql_async::Error>>;
+
+impl MysqlRegistry {
+    /// The tables the registry keeps leases and their markers in, created
+    /// on first use.
+    pub const DDL: &'static str =
+        concat!(include_str!("leases.sql"), include_str!("namespaces.sql"));
+
+    fn corrupt(&self, detail: String) -> Failure<mysql_async::Error> {
+        Failure::Lease(LeaseError::Corrupt {
+            address: self.remote.address.clone(),
+            detail,
+        })
+    }
+
+    /// Records from rows of [`COLUMNS`].
+    fn records(&self, rows: Vec<Row>) -> Sql<Vec<Record>> {
+        rows.into_iter().map(|row| self.record(row)).collect()
+    }
+
+    /// A record from a row of [`COLUMNS`].
+    fn record(&self, row: Row) -> Sql<Record> {
+        let corrupt =
+            |what: &str| self.corrupt(format!("a record's {what} is missing or negative"));
+        let (worker, holder, version, marker, expires, fence): (i64, String, i64, i64, i64, i64) =
+            mysql_async::from_row_opt(row).map_err(|_| corrupt("columns"))?;
+        let unsigned = |v: i64, what| u64::try_from(v).map_err(|_| corrupt(what));
+        Ok(Record {
+            worker: unsigned(worker, "worker id")?,
+            holder,
+            version: unsigned(version, "version")?,
+            marker_unix_millis: unsigned(marker, "marker")?,
+            expires_unix_millis: unsigned(expires, "expiry")?,
+            fence_unix_millis: unsigned(fence, "fence")?,
+        })
+    }
+
+    /// The lowest id below the high-water mark with no record under the
+    /// marker, in a slice from the namespace's cursor, which moves there
+    /// (or past the slice, back to 0 past the mark); and whether the read
+    /// left ids below the mark unlooked at.
+    async fn gap(
+        &self,
+        conn: &mut Conn,
+        ns: &str,
+        marker: i64,
+        top: i64,
+        cursor: i64,
+    ) -> Sql<(Option<i64>, bool)> {
+        let start = if cursor < top { cursor } else { 0 };
+        let stop = top.min(start + SLICE);
+        let gap: Option<i64> = if start < stop {
+            conn.exec_first(GAP, (start, stop, ns, marker))
+                .await?
+                .flatten()
+        } else {
+            None
+        };
+        let next = gap.unwrap_or(stop);
+        let next = if next >= top { 0 } else { next };
+        if next != cursor {
+            conn.exec_drop(
+                "UPDATE flakegen_namespaces SET cursor_at = ? WHERE namespace = ? AND marker_ms = ?",
+                (next, ns, marker),
+            )
+            .await?;
+        }
+        Ok((gap, start > 0 || stop < top))
+    }
+}
+
+impl fmt::Debug for MysqlRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MysqlRegistry")
+            .field("address", &self.remote.address)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry for MysqlRegistry {
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        prefer: Option<u64>,
+    ) -> Result<Snapshot, LeaseError> {
+        super::check_namespace(namespace)?;
+        let (ns, workers) = (namespace.to_owned(), signed(workers));
+        self.run(|mut conn| async move {
+            let result = async {
+                // The server's clock, and the marker unless a restore voided it.
+                let now: i64 = conn
+                    .query_first(format!("SELECT {NOW_MS}"))
+                    .await?
+                    .ok_or_else(|| self.corrupt("no clock reading".into()))?;
+                let mark: Option<(i64, i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
+                let marker = mark.map(|(m, _, _)| m);
+                let high = mark.map_or(0, |(_, high, _)| high);
+                let (gap, more) = match mark {
+                    Some((m, high, cursor)) => {
+                        self.gap(&mut conn, &ns, m, high.min(workers), cursor)
+                            .await?
+                    }
+                    None => (None, false),
+                };
+                let rows: Vec<Row> = conn
+                    .exec(
+                        format!(
+                            "(SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
+                               AND marker_ms = ? AND is_free = 1 AND worker >= 0 AND worker < ? \
+                               ORDER BY fence_ms, worker LIMIT 1) \
+                             UNION ALL \
+                             (SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
+                               AND marker_ms = ? AND is_free = 0 AND expires_ms <= ? \
+                               AND worker >= 0 AND worker < ? ORDER BY expires_ms LIMIT 4) \
+                             UNION ALL \
+                             (SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
+                               AND worker IN (?, ?, ?) AND worker >= 0 AND worker < ?)"
+                        ),
+                        (
+                            &ns,
+                            marker.unwrap_or(-1),
+                            workers,
+                            &ns,
+                            marker.unwrap_or(-1),
+                            now,
+                            workers,
+                            &ns,
+                            prefer.map_or(-1, signed),
+                            high,
+                            gap.unwrap_or(-1),
+                            workers,
+                        ),
+                    )
+                    .await?;
+                let records = self.records(rows)?;
+                Ok(Snapshot {
+                    server_unix_millis: u64::try_from(now).unwrap_or(0),
+                    marker_unix_millis: marker.and_then(|m| u64::try_from(m).ok()),
+                    records,
+                    high_water: high.unsigned_abs(),
+                    unrecorded: gap.map(i64::unsigned_abs).into_iter().collect(),
+                    more,
+                })
+            }
+            .await;
+            (conn, result)
+        })
+    }
+
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+        super::check_namespace(namespace)?;
+        let ns = namespace.to_owned();
+        self.run(|mut conn| async move {
+            let result = async {
+                // A table whose rows went (TRUNCATE) begins again with a
+                // sentinel. A marker of another history is replaced; one in
+                // force stays.
+                conn.query_drop(SENTINEL).await?;
+                conn.exec_drop(MARK, (&ns,)).await?;
+                let mark: Option<(i64, i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
+                let (marker, _, _) =
+                    mark.ok_or_else(|| self.corrupt("no marker after writing one".into()))?;
+                u64::try_from(marker).map_err(|_| self.corrupt(format!("the marker is {marker}")))
+            }
+            .await;
+            (conn, result)
+        })
+    }
+
+    fn swap(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        record: &NewRecord<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        let ns = namespace.to_owned();
+        let (worker, marker) = (signed(worker), signed(expect.marker_unix_millis));
+        let (holder, version) = (record.holder.to_owned(), signed(record.version));
+        let (ttl, fence) = (signed(record.ttl_millis), signed(record.fence_unix_millis));
+        let expected = expect.version.map(signed);
+        self.run(|mut conn| async move {
+            let result = async {
+                // The server's clock before the write, as the others read it.
+                let now: i64 = conn
+                    .query_first(format!("SELECT {NOW_MS}"))
+                    .await?
+                    .ok_or_else(|| self.corrupt("no clock reading".into()))?;
+                let expires = if ttl == 0 { 0 } else { now.saturating_add(ttl) };
+                // One statement each, so no lock outlives it: a client paused
+                // between them holds nothing.
+                let written = match expected {
+                    Some(expected) => {
+                        let params = (
+                            marker, &holder, version, expires, fence, &ns, worker, expected,
+                        );
+                        conn.exec_drop(SWAP_UPDATE, params).await?;
+                        if conn.affected_rows() == 0 {
+                            // Not at that version under the marker: under another?
+                            conn.exec_drop(SWAP_ADOPT, params).await?;
+                        }
+                        conn.affected_rows() > 0
+                    }
+                    None => {
+                        conn.exec_drop(RAISE, (worker, &ns, marker)).await?;
+                        let insert = (&ns, worker, &holder, version, expires, fence, &ns, marker);
+                        match conn.exec_drop(SWAP_INSERT, insert).await {
+                            Ok(()) => conn.affected_rows() == 1,
+                            // A record exists: not the one expected.
+                            Err(mysql_async::Error::Server(e)) if e.code == 1062 => false,
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                };
+                Ok(written.then(|| u64::try_from(now).unwrap_or(0)))
+            }
+            .await;
+            (conn, result)
+        })
+    }
+
+    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
+        super::check_namespace(namespace)?;
+        let ns = namespace.to_owned();
+        self.run(|mut conn| async move {
+            let result = async {
+                conn.exec_drop(DECLARE_NEW, (&ns, &ns)).await?;
+                if conn.affected_rows() == 1 {
+                    return Ok(());
+                }
+                let marked: Option<i64> = conn
+                    .exec_first(
+                        "SELECT 1 FROM flakegen_namespaces WHERE namespace = ?",
+                        (&ns,),
+                    )
+                    .await?;
+                let trace = if marked.is_some() {
+                    "it has a marker row in flakegen_namespaces"
+                } else {
+                    "it has rows in flakegen_leases"
+                };
+                Err(Failure::Lease(LeaseError::NotNew {
+                    namespace: ns.clone(),
+                    trace: trace.to_owned(),
+                }))
+            }
+            .await;
+            (conn, result)
+        })
+    }
+
+    fn inspect(&self) -> Option<&dyn super::Inspect> {
+        Some(self)
+    }
+}

@@ -1,0 +1,205 @@
+//! The registries' test servers, from `scripts/services.sh`: what the tests
+//! know of each registry (one file per registry beside this one, listed once
+//! in [`ALL`]), and the script's verbs, which every service takes alike.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::replicated::Replicated;
+
+/// A registry's test servers: one of its own, and a replicated service (a
+/// pair that fails over, or the etcd cluster).
+pub struct Server {
+    /// The registry's name in test output and on a test's command line.
+    pub name: &'static str,
+    /// The middle of its URL variables: `FLAKEGEN_TEST_<env>_URL`.
+    pub env: &'static str,
+    /// Its service alone in `scripts/services.sh`.
+    pub service: &'static str,
+    /// Its replicated service: a pair (`<service>-pair`, members `a` and
+    /// `b`, reached through a forwarder that follows the primary), or a
+    /// cluster (every member in the URL).
+    pub replicated: &'static str,
+    /// Whether the replicated service fails over to a replica (a pair).
+    pub pair: bool,
+    /// How its data is lost, as its server's real faults lose it (not by
+    /// hand): a statement, a crash (a server that keeps nothing), or a
+    /// restore of the cluster's snapshot.
+    pub loss: Loss,
+    /// The fault test's helpers' TTL and skew allowance on it, in ms.
+    pub terms: (u64, u64),
+    /// The fault test's faults that must cost the healing helpers no
+    /// refusal: a consensus store's member lost, its leader too.
+    pub harmless: &'static [&'static str],
+    /// The fault test's faults of this registry's servers, beside those
+    /// every registry shares: by a choice of 2 to 8, the fault's kind,
+    /// whether it loses data, and when it ended if before the call returned;
+    /// `None` for a choice it has no fault for.
+    pub fault: fn(&Replicated, u64, &mut dyn Dice) -> super::replicated::Injected,
+}
+
+/// How a server's data is lost.
+#[derive(Clone, Copy, Debug)]
+pub enum Loss {
+    /// This statement, run as the server's administrator (`TRUNCATE`).
+    Sql(&'static str),
+    /// A crash: the server keeps nothing (Redis without persistence).
+    Crash,
+    /// The cluster restored from the snapshot it was made whole with.
+    Restore,
+}
+
+/// Random numbers, as the fault test draws them.
+pub trait Dice {
+    /// A number in `low..high`.
+    fn between(&mut self, low: u64, high: u64) -> u64;
+}
+
+/// Every registry whose feature is on: the one list a new registry joins.
+pub const ALL: &[&Server] = &[
+    #[cfg(feature = "postgres")]
+    &super::postgres::SERVER,
+    #[cfg(feature = "redis")]
+    &super::redis::SERVER,
+    #[cfg(feature = "mysql")]
+    &super::mysql::SERVER,
+    #[cfg(feature = "etcd")]
+    &super::etcd::SERVER,
+];
+
+/// The registries whose replicated service is a pair that fails over.
+pub fn pairs() -> impl Iterator<Item = &'static Server> {
+    ALL.iter().copied().filter(|s| s.pair)
+}
+
+impl Server {
+    /// Its own test server's URL (the cluster's, for etcd).
+    pub fn url(&self) -> String {
+        env(&format!("FLAKEGEN_TEST_{}_URL", self.env))
+    }
+
+    /// Its own test server's URL over TLS, verified against the test CA: a
+    /// role that PostgreSQL takes over TLS only; Redis's TLS-only port; a
+    /// MariaDB user that `REQUIRE SSL`; etcd's TLS ports.
+    pub fn tls_url(&self) -> String {
+        env(&format!("FLAKEGEN_TEST_{}_TLS_URL", self.env))
+    }
+
+    /// The URL of a member (`a` or `b`) of its pair.
+    pub fn member_url(&self, member: &str) -> String {
+        env(&format!(
+            "FLAKEGEN_TEST_{}_{}_URL",
+            self.env,
+            member.to_ascii_uppercase()
+        ))
+    }
+
+    /// `scripts/services.sh <verb> <its own service> [args]`.
+    pub fn services(&self, verb: &str, args: &[&str]) -> String {
+        let mut all = vec![verb, self.service];
+        all.extend(args);
+        services(&all)
+    }
+
+    /// The processes of a service's server, to freeze: the one its pid
+    /// file names (a pair's primary; the cluster's leader, or the member
+    /// `args` names) and its children.
+    pub fn server_pids(service: &str, args: &[&str]) -> Vec<String> {
+        let mut all = vec!["pid-file", service];
+        all.extend(args);
+        let file = services(&all);
+        let main = std::fs::read_to_string(file);
+        let Some(main) = main.ok().and_then(|t| t.lines().next().map(str::to_owned)) else {
+            return vec![];
+        };
+        let children = Command::new("pgrep").args(["-P", &main]).output();
+        let children = children.map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        let mut pids = vec![main];
+        pids.extend(
+            children
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned),
+        );
+        pids
+    }
+}
+
+/// The registry named `name`, if its feature is on.
+pub fn named(name: &str) -> Option<&'static Server> {
+    ALL.iter().copied().find(|s| s.name == name)
+}
+
+/// A CA that signed nothing the test servers use.
+pub fn unknown_ca() -> String {
+    env("FLAKEGEN_TEST_OTHER_CA")
+}
+
+/// A variable `scripts/services.sh start` exports; fails, saying how to
+/// start the servers, when it is not set: the tests never pass by skipping.
+pub fn env(var: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| {
+        panic!(
+            "{var} is not set: start the test servers with \
+             `eval \"$(scripts/services.sh start)\"` (or run without the feature)"
+        )
+    })
+}
+
+/// Runs `scripts/services.sh` with `args`; returns what it printed.
+pub fn services(args: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/services.sh");
+    let output = Command::new("bash")
+        .arg(script)
+        .args(args)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "services.sh {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+/// Sends `signal` to every process in `pids`.
+pub fn signal_all(pids: &[String], signal: &str) {
+    // A process that exited meanwhile has nothing to signal.
+    let _ = Command::new("kill")
+        .arg(signal)
+        .args(pids)
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Runs a server's command-line client until it succeeds; a failure to
+/// connect (a server just thawed or restarted may take a while to accept)
+/// is tried again for at most 10 s, any other fails.
+pub fn client(program: &str, args: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let output = Command::new(program)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{program}: {e} (start the servers with scripts/services.sh, which \
+                     installs it)"
+                )
+            });
+        if output.status.success() {
+            return;
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let unconnected = ["Can't connect", "could not connect", "Connection refused"]
+            .iter()
+            .any(|said| stderr.contains(said));
+        assert!(
+            unconnected && Instant::now() < deadline,
+            "{program} {args:?}: {stderr}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
