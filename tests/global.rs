@@ -34,7 +34,26 @@ const CASES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     ("set_up_once", &[]),
+    // A race is a matter of chance: three processes, eight threads each.
+    (
+        "first_calls_that_race_all_get_the_one_generator",
+        &[("FLAKEGEN_WORKER_ID", "7")],
+    ),
+    (
+        "first_calls_that_race_all_get_the_one_generator",
+        &[("FLAKEGEN_WORKER_ID", "7")],
+    ),
+    (
+        "first_calls_that_race_all_get_the_one_generator",
+        &[("FLAKEGEN_WORKER_ID", "7")],
+    ),
+    ("exit_waits_the_leases_own_release_wait", &[]),
 ];
+
+/// How long, at most, a process whose lease's `release_wait` is 20 ms may
+/// take to exit, from the end of its `main`, when the registry never
+/// confirms the release: far below the default wait of a second.
+const EXIT_BOUND: std::time::Duration = std::time::Duration::from_millis(600);
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -54,7 +73,22 @@ fn main() -> ExitCode {
             .envs(env.iter().copied())
             .output()
             .unwrap();
-        if output.status.success() {
+        let exited = std::time::SystemTime::now();
+        let exit_took = String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("main ended at "))
+            .and_then(|nanos| nanos.trim().parse::<u64>().ok())
+            .map(|nanos| {
+                let ended = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
+                exited.duration_since(ended).unwrap_or_default()
+            });
+        if let Some(took) = exit_took.filter(|&took| took > EXIT_BOUND) {
+            failed += 1;
+            println!(
+                "global::{case} ... FAILED\nthe process took {took:?} to exit, past {EXIT_BOUND:?}: \
+                 it waited longer than its lease's release_wait"
+            );
+        } else if output.status.success() {
             println!("global::{case} ... ok");
         } else {
             failed += 1;
@@ -134,6 +168,63 @@ fn run(case: &str) {
             let id = flakegen::next_id().unwrap();
             assert_eq!(Layout::TWITTER.decode(id).unwrap().worker, 9);
         }
+        "first_calls_that_race_all_get_the_one_generator" => {
+            // Each thread's first call finds no generator: one sets it up
+            // from the environment, and the others, which waited for it,
+            // must take that one, not build a second on worker 7
+            // (`WorkerInUse`).
+            let start = std::sync::Barrier::new(8);
+            std::thread::scope(|scope| {
+                for _ in 0..8 {
+                    scope.spawn(|| {
+                        start.wait();
+                        flakegen::next_id().unwrap();
+                    });
+                }
+            });
+        }
+        "exit_waits_the_leases_own_release_wait" => {
+            let lease = flakegen::lease::Lease::new(Unconfirmed::default(), "exit")
+                .release_wait(std::time::Duration::from_millis(20));
+            let generator = Builder::new().lease(lease).build_atomic().unwrap();
+            flakegen::global::set_up(generator).unwrap();
+            flakegen::next_id().unwrap();
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos();
+            println!("main ended at {nanos}");
+        }
         other => panic!("no case {other}"),
+    }
+}
+
+/// A registry that never answers a release: it hangs for 10 s.
+#[derive(Default)]
+struct Unconfirmed(flakegen::lease::MemoryRegistry);
+
+impl flakegen::lease::backend::Registry for Unconfirmed {
+    fn read(
+        &self,
+        namespace: &str,
+        workers: u64,
+        prefer: Option<u64>,
+    ) -> Result<flakegen::lease::backend::Snapshot, flakegen::lease::LeaseError> {
+        self.0.read(namespace, workers, prefer)
+    }
+    fn mark(&self, namespace: &str) -> Result<u64, flakegen::lease::LeaseError> {
+        self.0.mark(namespace)
+    }
+    fn swap(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: flakegen::lease::backend::Expect,
+        record: &flakegen::lease::backend::NewRecord<'_>,
+    ) -> Result<Option<u64>, flakegen::lease::LeaseError> {
+        if record.holder.is_empty() {
+            std::thread::sleep(std::time::Duration::from_secs(10));
+        }
+        self.0.swap(namespace, worker, expect, record)
     }
 }

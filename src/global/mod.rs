@@ -197,7 +197,7 @@ extern "C" fn release_at_exit() {
     if let Some(generator) = GENERATOR.get() {
         let wait = generator
             .lease()
-            .map_or(std::time::Duration::ZERO, |_| lease::DEFAULT_RELEASE_WAIT);
+            .map_or(std::time::Duration::ZERO, |status| status.release_wait);
         let _ = generator.shutdown().wait(wait);
     }
 }

@@ -88,7 +88,10 @@ impl LeaseHandle {
     /// `release_wait`, or nothing on an async runtime's thread, which a
     /// drop must never hold.
     pub(crate) fn release_wait(&self) -> Duration {
-        #[cfg(feature = "tokio")]
+        // Whatever this build's features: a registry on a server brings
+        // tokio in, and a service may drop its generator on a runtime's
+        // thread without the `tokio` feature.
+        #[cfg(any(feature = "tokio", feature = "remote"))]
         if tokio::runtime::Handle::try_current().is_ok() {
             return Duration::ZERO;
         }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use tracing::Level;
 
-use super::backend::LeaseError;
-use super::backend::Registry;
+use super::backend::budget::{self, Budget};
+use super::backend::{DEFAULT_TIMEOUT, LeaseError, Registry};
 use super::claim::Claim;
 use super::fence;
 use super::protocol::{self, Holding, Lost, StartCause, Terms, Unconfirmed};
@@ -56,6 +56,8 @@ pub(crate) struct Keeping {
     pub(crate) reacquire: bool,
     /// Every grant waits out the TTL and the skew past its read.
     pub(crate) wait_out_rollbacks: bool,
+    /// How long a call on an open connection may take (`Lease::call_timeout`).
+    pub(crate) call_timeout: Duration,
 }
 
 /// A lease this thread holds, and the claim it gives the generator.
@@ -104,7 +106,7 @@ pub(crate) fn run(keeping: Keeping, shared: &Shared) {
     let _released = Done(&shared.released);
     let held = {
         let _acquired = Done(&shared.acquired);
-        match keeping.acquire(shared, None) {
+        match keeping.acquire_for_the_build(shared) {
             Ok(held) => {
                 announce(shared, &held, None);
                 // A build that went away (a cancelled future) has asked for
@@ -132,6 +134,41 @@ impl Keeping {
         }
     }
 
+    /// The bound of an acquisition's or a release's calls: the call timeout
+    /// on an open connection, the registry's own to open one.
+    fn budget(&self) -> Budget {
+        Budget {
+            reused: self.call_timeout,
+            fresh: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The bound of a renewal's call, `left` before the fence: on an open
+    /// connection, half of that (or the call timeout, if sooner), so that a
+    /// retry on a new connection has the other half to land in; on a new
+    /// connection, the registry's own. A handshake (TLS, a password's
+    /// hashing) cut short would fail again at every retry, and a slow one
+    /// that lands late still beats refusing until the registry is quick.
+    fn renewal_budget(&self, left: Duration) -> Budget {
+        Budget {
+            reused: self.call_timeout.min((left / 2).max(self.call_timeout / 8)),
+            fresh: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The build's acquisition: tried again at once on a new connection if
+    /// an open one (another generator's, on a shared registry) did not
+    /// answer in time, so that a connection that died without a word costs
+    /// the build a reconnection, not an error.
+    fn acquire_for_the_build(&self, shared: &Shared) -> Result<Held, LeaseError> {
+        let (acquired, gave_up) =
+            budget::within_noting(self.budget(), || self.acquire(shared, None));
+        match acquired {
+            Err(_) if gave_up => self.acquire(shared, None),
+            acquired => acquired,
+        }
+    }
+
     /// Takes a worker id as a new lease: after a loss (`lost`), the old id
     /// if it is free. An acquisition that took a renewal interval (a slow
     /// server) renews before it hands the lease over: it may have expired
@@ -141,14 +178,17 @@ impl Keeping {
         let terms = self.terms(shared);
         let asked_at = Instant::now();
         let token = protocol::holder_token();
-        let grant = protocol::acquire(registry, &terms, &token, || shared.now_ms(), lost)?;
+        let grant = budget::within(self.budget(), || {
+            protocol::acquire(registry, &terms, &token, || shared.now_ms(), lost)
+        })?;
         let mut holding = grant.holding;
         let mut renewed_at = asked_at;
         if asked_at.elapsed() >= self.renew_every {
             renewed_at = Instant::now();
-            if let Err(Unconfirmed::Lost(e) | Unconfirmed::Failed(e)) =
+            let renewed = budget::within(self.budget(), || {
                 holding.renew(registry, &terms, shared.now_ms())
-            {
+            });
+            if let Err(Unconfirmed::Lost(e) | Unconfirmed::Failed(e)) = renewed {
                 // Nothing was issued: the fence goes back to the previous
                 // holder's. Best effort: if this fails too, the lease expires.
                 let _ = holding.release(registry, &terms, grant.previous_fence_unix_millis);
@@ -230,7 +270,12 @@ impl Keeping {
         let terms = self.terms(shared);
         let asked_at = Instant::now();
         let worker = held.holding.worker;
-        match held.holding.renew(&*self.registry, &terms, shared.now_ms()) {
+        let now_ms = shared.now_ms();
+        let left = Duration::from_millis(held.claim.fence().unix_millis().saturating_sub(now_ms));
+        let renewed = budget::within(self.renewal_budget(left), || {
+            held.holding.renew(&*self.registry, &terms, now_ms)
+        });
+        match renewed {
             Ok(fence_unix_millis) => {
                 held.claim
                     .fence()
@@ -303,6 +348,11 @@ impl Keeping {
             }
             Err(Unconfirmed::Failed(e)) => {
                 meter::count(meter::RENEWALS_FAILED, &shared.namespace);
+                // The first failure of an outage is tried again at once: a
+                // call that timed out dropped its connection, and the next
+                // one, on a new connection, may take the rest of the time
+                // before the fence.
+                let again = if said.failing { retry } else { Duration::ZERO };
                 if !said.failing {
                     said.failing = true;
                     let fence = held.claim.fence().unix_millis();
@@ -315,7 +365,7 @@ impl Keeping {
                 }
                 shared.set(LeaseState::Renewing, Some(e.to_string()), None);
                 fence_reached(shared, &held.claim, said, UNTIL_RENEWED);
-                (Phase::Holding(held), Instant::now() + retry)
+                (Phase::Holding(held), Instant::now() + again)
             }
         }
     }
@@ -341,6 +391,8 @@ impl Keeping {
                 (Phase::Holding(held), next)
             }
             Err(e) => {
+                // As for a renewal, the first failure is tried again at once.
+                let again = if said.failing { retry } else { Duration::ZERO };
                 if !said.failing {
                     said.failing = true;
                     let fence = old.fence().unix_millis();
@@ -359,7 +411,7 @@ impl Keeping {
                 let why = format!("leasing a worker id again after a loss: {e}");
                 shared.set(LeaseState::Reacquiring, Some(why), None);
                 fence_reached(shared, &old, said, UNTIL_LEASED);
-                (Phase::Reacquiring { old, lost }, Instant::now() + retry)
+                (Phase::Reacquiring { old, lost }, Instant::now() + again)
             }
         }
     }
@@ -377,7 +429,10 @@ impl Keeping {
         let worker = held.holding.worker;
         let fence_unix_millis = to_ms.min(held.holding.fence_unix_millis);
         let terms = self.terms(shared);
-        let outcome = match held.holding.release(&*self.registry, &terms, to_ms) {
+        let released = budget::within(self.budget(), || {
+            held.holding.release(&*self.registry, &terms, to_ms)
+        });
+        let outcome = match released {
             Ok(true) => Ok(()),
             Ok(false) => Err((
                 terms.lost(worker),

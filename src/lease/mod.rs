@@ -188,10 +188,11 @@
 //! [`backend`].)
 //!
 //! One loss leaves no trace at all: a registry **rolled back in place**, a
-//! backup restored onto the same server (a data directory copied back) or
-//! an etcd snapshot restored under the same cluster token before the
-//! cluster's first leader change. It is consistent and old, and nothing in
-//! it can tell. Where that can happen, turn on
+//! backup restored onto the same server (a disk snapshot rolled back, a
+//! PostgreSQL data directory copied back) or an etcd snapshot restored
+//! under the same cluster token before the cluster's first leader change.
+//! It is consistent and old, and nothing in it can tell. Where that can
+//! happen, turn on
 //! [`Lease::wait_out_rollbacks`]: every grant then waits the TTL and the
 //! skew past the read that chose it, so a holder the old copy forgot has
 //! stopped before a new one issues. Each registry's docs say what it
@@ -236,7 +237,7 @@
 //! | `Builder::build_*`, `build` | until the lease is acquired: a few registry round trips, each within the timeout, and more while other builds take the ids it chose (at most 32 races lost, with random pauses under 64 ms); then, if the previous holder's fence lies ahead, until it is within `max_wait` (at most [`Lease::start_wait`]) |
 //! | [`next_id`](crate::IdGenerator::next_id) and the other issuing calls | never for the registry: one load and one compare; waits for the clock as without a lease |
 //! | [`shutdown`](crate::IdGenerator::shutdown) | never: it tells the lease's thread, which releases within the timeout |
-//! | dropping the generator | until the registry confirmed the release, at most [`Lease::release_wait`] (1 s by default); never on an async runtime's thread (feature `tokio`) |
+//! | dropping the generator | until the registry confirmed the release, at most [`Lease::release_wait`] (1 s by default); never on a tokio runtime's thread |
 //! | [`Release::wait`] | up to the time it is given; `Release::wait_async` (feature `tokio`) waits on tokio's timer |
 //!
 //! So a program that exits right after dropping its generator leaves its id

@@ -61,6 +61,8 @@ pub struct Lease {
     pub(crate) reacquire: bool,
     pub(crate) release_wait: Duration,
     pub(crate) wait_out_rollbacks: bool,
+    /// `None`: a fifth of the TTL, at most `DEFAULT_TIMEOUT`.
+    pub(crate) call_timeout: Option<Duration>,
 }
 
 /// The default of [`Lease::release_wait`]: 1 s.
@@ -94,6 +96,7 @@ impl Lease {
             reacquire: true,
             release_wait: DEFAULT_RELEASE_WAIT,
             wait_out_rollbacks: false,
+            call_timeout: None,
         }
     }
 
@@ -140,8 +143,8 @@ impl Lease {
     /// that it gave the id back: a program that exits right after dropping
     /// it leaves the id free, its fence lowered to its last ID, not held for
     /// a TTL. A release takes one round trip; this bounds it when the
-    /// registry is slow or gone. A drop on an async runtime's thread
-    /// (feature `tokio`) never waits: a service waits for its
+    /// registry is slow or gone. A drop on a tokio runtime's thread
+    /// never waits: a service waits for its
     /// [`Release`](super::Release) with `wait_async` at shutdown. Zero: a
     /// drop never waits. Default: [`DEFAULT_RELEASE_WAIT`].
     pub fn release_wait(mut self, wait: Duration) -> Self {
@@ -149,12 +152,30 @@ impl Lease {
         self
     }
 
+    /// How long a registry call on a connection already open may wait for
+    /// its answer before the connection is taken for dead and the call made
+    /// again on a new one. Default: a fifth of the TTL, at most
+    /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) (3 s).
+    ///
+    /// A renewal's call is bounded tighter still, by the time left before
+    /// the fence: on an open connection it gives up once half of that is
+    /// spent (or this timeout, if sooner), and is made again at once on a new
+    /// connection, which may take the rest. So a connection that dies
+    /// without a word (a peer gone, a NAT entry expired) costs a retry, not
+    /// a refusal, as long as the registry answers a new connection before
+    /// the fence. A call that opens a connection may take up to
+    /// `DEFAULT_TIMEOUT`.
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = Some(timeout);
+        self
+    }
+
     /// Whether every grant waits out the TTL and the skew allowance after the
     /// registry was read, whatever the id's record says. Default: `false`.
     ///
     /// Turn it on where the registry can be rolled back in place: a backup
-    /// restored onto the same server (a MariaDB data directory copied back,
-    /// a PostgreSQL base backup started without `recovery.signal`), or an
+    /// restored onto the same server (a disk snapshot rolled back, a
+    /// PostgreSQL base backup started without `recovery.signal`), or an
     /// etcd snapshot restored under the same cluster token before the
     /// cluster's first leader change. Such a registry is consistent and
     /// old, and nothing in it can tell: its records show fences older than
@@ -236,7 +257,12 @@ impl Lease {
     ) -> Result<Pending, Refused> {
         let renew_every = self.check(&layout, max_lead)?;
         let start_wait = self.start_wait();
-        let shared = Arc::new(Shared::new(self.namespace, self.ttl, layout, clock));
+        let shared = Arc::new(Shared::new(
+            self.namespace,
+            (self.ttl, self.release_wait),
+            layout,
+            clock,
+        ));
         let keeping = Keeping {
             registry: self.registry,
             ttl: self.ttl,
@@ -246,6 +272,10 @@ impl Lease {
             quiet_when_lost: QUIET_WHEN_LOST,
             reacquire: self.reacquire,
             wait_out_rollbacks: self.wait_out_rollbacks,
+            call_timeout: self
+                .call_timeout
+                .unwrap_or(self.ttl / 5)
+                .min(super::DEFAULT_TIMEOUT),
         };
         let on_thread = Arc::clone(&shared);
         // Events go where the builder's events go, as with a task it spawned.
@@ -270,6 +300,7 @@ impl fmt::Debug for Lease {
             .field("reacquire", &self.reacquire)
             .field("release_wait", &self.release_wait)
             .field("wait_out_rollbacks", &self.wait_out_rollbacks)
+            .field("call_timeout", &self.call_timeout)
             .finish_non_exhaustive()
     }
 }

@@ -82,6 +82,10 @@ pub struct LeaseStatus {
     /// How long the lease lasts, from the last successful renewal, by this
     /// process's monotonic clock; zero once lost, released or overdue.
     pub time_left: Duration,
+    /// How long dropping the generator, or the process's exit for the
+    /// process's own generator, waits for the registry to confirm the
+    /// release ([`Lease::release_wait`](super::Lease::release_wait)).
+    pub release_wait: Duration,
     /// Why the generator may refuse, while [`Renewing`](LeaseState::Renewing),
     /// [`Lost`](LeaseState::Lost) or [`Reacquiring`](LeaseState::Reacquiring).
     pub last_error: Option<String>,
@@ -91,6 +95,7 @@ pub struct LeaseStatus {
 pub(crate) struct Shared {
     pub(crate) namespace: String,
     pub(crate) ttl: Duration,
+    pub(crate) release_wait: Duration,
     pub(crate) layout: Layout,
     pub(crate) clock: Arc<dyn Clock>,
     status: Mutex<Status>,
@@ -137,13 +142,14 @@ impl ClaimId {
 impl Shared {
     pub(crate) fn new(
         namespace: String,
-        ttl: Duration,
+        (ttl, release_wait): (Duration, Duration),
         layout: Layout,
         clock: Arc<dyn Clock>,
     ) -> Shared {
         Shared {
             namespace,
             ttl,
+            release_wait,
             layout,
             clock,
             status: Mutex::new(Status {
@@ -222,6 +228,7 @@ impl Shared {
             start_cause: status.start_cause,
             fence: UNIX_EPOCH + Duration::from_millis(fence_unix_millis),
             time_left,
+            release_wait: self.release_wait,
             last_error,
         }
     }

@@ -16,8 +16,11 @@ pub struct Forwarder {
 
 struct Shared {
     target: Mutex<SocketAddr>,
-    /// Both ends of every connection forwarded, to cut at a switch.
-    open: Mutex<Vec<TcpStream>>,
+    /// Both ends of every connection forwarded, to cut at a switch, and
+    /// each connection's switch to go dead without a word.
+    open: Mutex<Vec<(TcpStream, Arc<AtomicBool>)>>,
+    /// New connections wait until then before they reach the target.
+    hold_until: Mutex<Option<std::time::Instant>>,
     stop: AtomicBool,
 }
 
@@ -33,6 +36,7 @@ impl Forwarder {
         let shared = Arc::new(Shared {
             target: Mutex::new(target),
             open: Mutex::new(Vec::new()),
+            hold_until: Mutex::new(None),
             stop: AtomicBool::new(false),
         });
         let accepting = Arc::clone(&shared);
@@ -58,8 +62,19 @@ impl Forwarder {
     /// open now is cut, as one to a server that went away is.
     pub fn switch(&self, target: SocketAddr) {
         *lock(&self.shared.target) = target;
-        for stream in lock(&self.shared.open).drain(..) {
+        for (stream, _) in lock(&self.shared.open).drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Every connection open now stops carrying bytes, either way, and is
+    /// not closed: a peer that vanished without a word (a host gone, a NAT
+    /// entry expired). New connections are held until `hold` has passed,
+    /// then go through.
+    pub fn go_dead(&self, hold: Duration) {
+        *lock(&self.shared.hold_until) = Some(std::time::Instant::now() + hold);
+        for (_, dead) in lock(&self.shared.open).iter() {
+            dead.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -69,7 +84,7 @@ impl Drop for Forwarder {
         self.shared.stop.store(true, Ordering::Relaxed);
         // Wakes the accepting thread, which then sees `stop`.
         let _ = TcpStream::connect(("127.0.0.1", self.port));
-        for stream in lock(&self.shared.open).drain(..) {
+        for (stream, _) in lock(&self.shared.open).drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
@@ -77,6 +92,12 @@ impl Drop for Forwarder {
 
 /// Pipes `client` to the target and back until either side closes.
 fn forward(client: TcpStream, shared: &Shared) {
+    let hold = *lock(&shared.hold_until);
+    if let Some(left) =
+        hold.and_then(|until| until.checked_duration_since(std::time::Instant::now()))
+    {
+        thread::sleep(left);
+    }
     let target = *lock(&shared.target);
     let Ok(server) = TcpStream::connect_timeout(&target, Duration::from_secs(1)) else {
         // Refused, as the server's own address would refuse it.
@@ -84,29 +105,34 @@ fn forward(client: TcpStream, shared: &Shared) {
     };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
+    let dead = Arc::new(AtomicBool::new(false));
     {
         let mut open = lock(&shared.open);
         // Connections that ended are of no use to a switch.
-        open.retain(|s| s.peer_addr().is_ok());
+        open.retain(|(s, _)| s.peer_addr().is_ok());
         for stream in [&client, &server] {
             if let Ok(clone) = stream.try_clone() {
-                open.push(clone);
+                open.push((clone, Arc::clone(&dead)));
             }
         }
     }
     let (Ok(client_in), Ok(server_out)) = (client.try_clone(), server.try_clone()) else {
         return;
     };
-    let upstream = thread::spawn(move || pipe(client_in, server_out));
-    pipe(server, client);
+    let upstream_dead = Arc::clone(&dead);
+    let upstream = thread::spawn(move || pipe(client_in, server_out, &upstream_dead));
+    pipe(server, client, &dead);
     let _ = upstream.join();
 }
 
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
+/// Copies `from` to `to` until either closes; once `dead`, what is read
+/// goes nowhere.
+fn pipe(mut from: TcpStream, mut to: TcpStream, dead: &AtomicBool) {
     let mut buffer = [0u8; 16 * 1024];
     loop {
         match from.read(&mut buffer) {
             Ok(0) | Err(_) => break,
+            Ok(_) if dead.load(Ordering::Relaxed) => {}
             Ok(n) => {
                 if to.write_all(&buffer[..n]).is_err() {
                     break;

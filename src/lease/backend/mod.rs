@@ -61,6 +61,7 @@ use std::time::Duration;
 
 // The registries stand on this module's trait, and `lease` shows them:
 // declared here, re-exported there, so that imports run one way.
+pub(super) mod budget;
 pub(super) mod connect;
 mod error;
 #[cfg(feature = "etcd")]
@@ -87,8 +88,9 @@ pub(crate) use self::error::Source;
 pub(crate) use self::error::said;
 pub use self::inspect::Inspect;
 
-/// How long connecting to a registry, or one request once connected, may
-/// take before it counts as unreachable, measured on the client: 3 s.
+/// The longest connecting to a registry, or one request once connected, may
+/// take before it counts as unreachable, measured on the client: 3 s. A
+/// lease's calls are bounded tighter: see [`Lease::call_timeout`](super::Lease::call_timeout).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and

@@ -15,7 +15,7 @@ use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinHandle;
 
 use super::probe::{self, Speaks};
-use super::{DEFAULT_TIMEOUT, LeaseError, said};
+use super::{LeaseError, budget, said};
 
 /// A connection and the task that drives it, if it has one.
 pub(crate) struct Connected<C> {
@@ -101,8 +101,9 @@ impl<C: Send> Remote<C> {
     }
 
     /// Runs `call` on the connection, opening one with `open` first if need
-    /// be, all within [`DEFAULT_TIMEOUT`]. A connection that timed out or
-    /// failed is dropped, and the next call opens another.
+    /// be, all within the call's timeout (its [budget](budget), or
+    /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT)). A connection that timed out
+    /// or failed is dropped, and the next call opens another.
     pub(crate) fn run<T, E, O, F>(
         &self,
         open: impl FnOnce() -> O + Send,
@@ -134,7 +135,8 @@ impl<C: Send> Remote<C> {
             let (client, result) = call(client).await;
             (Some(Connected { client, driver }), result)
         };
-        let bounded = async { tokio::time::timeout(DEFAULT_TIMEOUT, work).await };
+        let timeout = budget::timeout(opening);
+        let bounded = async { tokio::time::timeout(timeout, work).await };
         let outcome = self.block_on(bounded);
         // A connection that never opened may be to another server's port:
         // its client says so as a hang or a parse error. Ask the port.
@@ -156,7 +158,12 @@ impl<C: Send> Remote<C> {
                 result
             }
             // Dropping the call dropped its connection too.
-            Err(_) => Err(Failure::TimedOut(DEFAULT_TIMEOUT)),
+            Err(_) => {
+                if !opening {
+                    budget::gave_up_open();
+                }
+                Err(Failure::TimedOut(timeout))
+            }
         }
     }
 

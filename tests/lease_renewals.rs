@@ -1,0 +1,154 @@
+//! Renewals that land in time, on every registry's own server: a connection
+//! that dies without a word (a peer gone, a NAT entry expired) while new
+//! connections are held for a second costs a retry on a new connection,
+//! never a refusal, when the registry answers that new connection well
+//! before the fence. Each registry is reached through forwarders (one per
+//! member of the etcd cluster) that can leave their connections open and
+//! silent.
+//!
+//! ```text
+//! eval "$(scripts/services.sh start)"
+//! cargo test --all-features --test lease_renewals -- --nocapture
+//! ```
+
+#![cfg(feature = "remote")]
+
+mod common;
+
+use std::net::ToSocketAddrs;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::forwarder::Forwarder;
+use common::server::ALL;
+use flakegen::lease::{self, Lease};
+use flakegen::{Builder, IdGenerator, Layout, Snowflake};
+
+/// The terms of the issue that found it: a TTL of 3 s, a skew of 500 ms.
+const TTL: Duration = Duration::from_secs(3);
+const SKEW: Duration = Duration::from_millis(500);
+/// How long new connections wait once the open ones went dead.
+const HOLD: Duration = Duration::from_secs(1);
+
+/// `url` with each `host:port` of its host list behind a forwarder of its
+/// own: the URL to lease through, and the forwarders.
+fn forwarded(url: &str) -> (String, Vec<Forwarder>) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut forwarders = Vec::new();
+    let mut through = Vec::new();
+    for host in hosts.split(',') {
+        let target = host.to_socket_addrs().unwrap().next().unwrap();
+        let forwarder = Forwarder::new(target);
+        through.push(format!("127.0.0.1:{}", forwarder.port()));
+        forwarders.push(forwarder);
+    }
+    let url = format!("{scheme}://{userinfo}@{}/{path}", through.join(","));
+    (url, forwarders)
+}
+
+fn namespace() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("renewals-{}-{nanos}", std::process::id())
+}
+
+/// A connection gone dead right after a renewal, new ones held a second:
+/// on every registry, no call refused, no ID twice.
+#[test]
+fn a_connection_that_dies_silently_costs_no_refusal() {
+    for server in ALL {
+        let (url, forwarders) = forwarded(&server.url());
+        let ns = namespace();
+        let registry = lease::connect(&url).unwrap();
+        registry.declare_new(&ns).unwrap();
+        let g = Builder::new()
+            .layout(Layout::TWITTER)
+            .lease(Lease::new(registry, &ns).ttl(TTL).skew(SKEW))
+            .build_atomic()
+            .unwrap();
+        let stop = AtomicBool::new(false);
+        let (ids, refused) = thread::scope(|scope| {
+            let calls = scope.spawn(|| {
+                let (mut ids, mut refused) = (Vec::<Snowflake>::new(), 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    match g.try_next_id() {
+                        Ok(id) => ids.push(id),
+                        Err(_) => refused += 1,
+                    }
+                    thread::sleep(Duration::from_micros(500));
+                }
+                (ids, refused)
+            });
+            // Right after a renewal: the fence as far ahead as it gets.
+            let fence = g.lease().unwrap().fence;
+            let deadline = Instant::now() + TTL * 3;
+            while g.lease().unwrap().fence == fence && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(5));
+            }
+            for forwarder in &forwarders {
+                forwarder.go_dead(HOLD);
+            }
+            thread::sleep(TTL + SKEW + Duration::from_secs(1));
+            stop.store(true, Ordering::Relaxed);
+            calls.join().unwrap()
+        });
+        let status = g.lease().unwrap();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        println!(
+            "{}: a connection dead, new ones held {HOLD:?}, TTL {TTL:?}: {} IDs, {refused} \
+             refused; the lease {:?}, its fence {:?} ahead",
+            server.name,
+            ids.len(),
+            status.state,
+            status
+                .fence
+                .duration_since(SystemTime::now())
+                .unwrap_or_default()
+        );
+        assert_eq!(sorted.len(), ids.len(), "{}: IDs issued twice", server.name);
+        assert_eq!(
+            refused, 0,
+            "{}: {refused} calls refused though the registry answered new connections \
+             {HOLD:?} after the old one died, well before the fence: {status:?}",
+            server.name
+        );
+    }
+}
+
+/// A build on a registry whose open connection (another generator's)
+/// died without a word: the build gives that connection up within the
+/// call timeout and leases on a new one, rather than failing.
+#[test]
+fn a_build_on_a_connection_that_died_silently_leases_on_a_new_one() {
+    for server in ALL {
+        let (url, forwarders) = forwarded(&server.url());
+        let ns = namespace();
+        let registry = lease::connect(&url).unwrap();
+        registry.declare_new(&ns).unwrap();
+        let lease = Lease::new(registry, &ns).ttl(TTL).skew(SKEW);
+        let first = Builder::new()
+            .layout(Layout::TWITTER)
+            .lease(lease.clone())
+            .build_atomic()
+            .unwrap();
+        // Before the first generator's next renewal, which would find the
+        // connection dead and replace it.
+        for forwarder in &forwarders {
+            forwarder.go_dead(Duration::ZERO);
+        }
+        let second = Builder::new()
+            .layout(Layout::TWITTER)
+            .lease(lease)
+            .build_atomic()
+            .unwrap_or_else(|e| panic!("{}: {e}", server.name));
+        assert_ne!(first.worker(), second.worker(), "{}", server.name);
+        second.next_id().unwrap();
+    }
+}
