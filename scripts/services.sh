@@ -15,9 +15,10 @@
 # record) and pid-file; the pairs also primary, cut (the replica stops
 # replicating), promote (the primary dies, the replica takes writes),
 # rejoin (the other member rebuilt from the primary) and crash; then each
-# its own (flip, writable both|one, dump, undump, clone for mariadb-pair;
-# dump, undump for postgres-pair; leader, kill|freeze|thaw|revive MEMBER,
-# elect, snapshot, restore for etcd). `verbs` lists them.
+# its own (flip, writable both|one, dump, undump, backup, unbackup for
+# mariadb-pair; dump, undump, backup, unbackup for postgres-pair;
+# leader, kill|freeze|thaw|revive MEMBER, elect, snapshot, restore for
+# etcd). `verbs` lists them.
 #
 # Missing servers are installed from the distribution's packages (as root).
 # Only `export NAME=value` lines go to stdout, so `eval` can take them, as

@@ -265,34 +265,13 @@ undump_mariadb_pair() {
   say "mariadb-pair: flakegen_leases restored from its dump on $primary"
 }
 
-# The other member made a physical copy of the primary, as a replica cloned
-# from a copy of the data directory: the same tables, created at the same
-# moment, served by another server (its own server id and port), which
-# takes no writes and replicates from nobody until promoted.
-clone_mariadb_pair() {
-  local primary copy
-  primary=$(primary_of mariadb-pair)
-  copy=$(other "$primary")
-  mariadb_pair_stop "$copy"
-  mariadb_pair_stop "$primary"
-  rm -rf "$dir/mariadb-pair-$copy"
-  cp -a "$dir/mariadb-pair-$primary" "$dir/mariadb-pair-$copy"
-  rm -f "$dir/mariadb-pair-$copy/mariadb.pid" "$dir/mariadb-pair-$copy/mariadb.sock" \
-    "$dir/mariadb-pair-$copy"/master.info "$dir/mariadb-pair-$copy"/relay-log.info \
-    "$dir/mariadb-pair-$copy"/*relay-bin*
-  mariadb_pair_run "$primary"
-  mariadb_pair_run "$copy"
-  mariadb_pair_sql "$copy" "STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = ON"
-  say "mariadb-pair: $copy cloned from a copy of $primary's data directory"
-}
-
 pid_file_mariadb() { echo "$dir/mariadb/mariadb.pid"; }
 pid_file_mariadb_pair() { mariadb_pair_pid_file "$(primary_of mariadb-pair)"; }
 
 # A statement run as the administrator in the database flakegen, on the
-# server or the pair's primary.
+# server, or on the pair's primary (or member $2).
 sql_mariadb() { mariadb --socket="$dir/mariadb/mariadb.sock" -N flakegen -e "$1"; }
-sql_mariadb_pair() { mariadb_pair_sql "$(primary_of mariadb-pair)" "USE flakegen; $1"; }
+sql_mariadb_pair() { mariadb_pair_sql "${2:-$(primary_of mariadb-pair)}" "USE flakegen; $1"; }
 
 # The primary's data directory copied aside, as a physical backup (the
 # server stopped for the copy, and started again).

@@ -238,9 +238,35 @@ undump_postgres_pair() {
   say "postgres-pair: flakegen_leases restored from its dump"
 }
 
+# The primary's data directory copied aside, as a physical backup (the
+# server stopped for the copy, and started again).
+backup_postgres_pair() {
+  local primary
+  primary=$(primary_of postgres-pair)
+  pg_pair_stop "$primary"
+  rm -rf "$dir/postgres-pair.backup"
+  cp -a "$dir/postgres-pair-$primary" "$dir/postgres-pair.backup"
+  pg_pair_run "$primary"
+  say "postgres-pair: $primary's data directory backed up"
+}
+
+# The backup put back in place and started as it was: the same cluster
+# (system identifier), timeline, tables and rows, only older.
+unbackup_postgres_pair() {
+  local primary
+  primary=$(primary_of postgres-pair)
+  [ -d "$dir/postgres-pair.backup" ] || die "no backup: run backup postgres-pair first"
+  pg_pair_stop "$primary"
+  rm -rf "$dir/postgres-pair-$primary"
+  cp -a "$dir/postgres-pair.backup" "$dir/postgres-pair-$primary"
+  rm -f "$dir/postgres-pair-$primary/postmaster.pid"
+  pg_pair_run "$primary"
+  say "postgres-pair: $primary's data directory restored in place"
+}
+
 pid_file_postgres() { echo "$dir/postgres/postmaster.pid"; }
 pid_file_postgres_pair() { pg_pair_pid_file "$(primary_of postgres-pair)"; }
 
 # A statement run as the superuser, on the server or the pair's primary.
 sql_postgres() { pg_sql_at "$pg_port" "$1"; }
-sql_postgres_pair() { pg_pair_sql "$(primary_of postgres-pair)" "$1"; }
+sql_postgres_pair() { pg_pair_sql "${2:-$(primary_of postgres-pair)}" "$1"; }

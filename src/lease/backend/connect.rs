@@ -47,8 +47,10 @@ impl RegistryKind {
         let each: Vec<String> = REGISTRIES
             .iter()
             .map(|kind| {
-                let others: Vec<String> =
-                    kind.schemes[1..].iter().map(|s| format!("{s}://")).collect();
+                let others: Vec<String> = kind.schemes[1..]
+                    .iter()
+                    .map(|s| format!("{s}://"))
+                    .collect();
                 format!("{}:// (or {})", kind.schemes[0], others.join(", "))
             })
             .collect();
@@ -77,9 +79,11 @@ pub const REGISTRIES: &[RegistryKind] = &[
         url: "mysql://user:password@host:port/database",
         detects: "a failover to a replica, or a switch to the other side of a master-master \
                   pair (another server); TRUNCATE, rows deleted, a dropped table, both tables \
-                  dropped; a logical restore",
-        cannot_tell: "a physical backup restored onto the same host and port \
-                      (Lease::wait_out_rollbacks covers it); a crash with \
+                  dropped; a logical restore; on MariaDB, a physical restore (its files are \
+                  new)",
+        cannot_tell: "a disk snapshot rolled back (MariaDB), a physical backup restored onto \
+                      the same host and port (MySQL 8) (Lease::wait_out_rollbacks covers \
+                      them); a crash with \
                       innodb_flush_log_at_trx_commit = 0. Two masters that both take writes \
                       are refused",
         open: opener!("mysql", mysql::MysqlRegistry),

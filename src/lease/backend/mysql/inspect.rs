@@ -182,8 +182,20 @@ impl MysqlRegistry {
                  generators lease from one writable server only",
             ));
         }
-        Ok(match self.upstream(conn).await? {
-            Some(upstream) => match self.peer_read_only(&upstream).await {
+        // The first peer that takes writes, or could not be asked; else any.
+        let mut upstream = None;
+        for peer in self.upstreams(conn).await? {
+            let answer = self.peer_read_only(&peer).await;
+            let worse = !matches!(answer, Ok(true));
+            if upstream.is_none() || worse {
+                upstream = Some((peer, answer));
+            }
+            if worse {
+                break;
+            }
+        }
+        Ok(match upstream {
+            Some((upstream, answer)) => match answer {
                 Ok(true) => caveat(
                     format!(
                         "takes writes, and replicates from {}:{}, which is read-only",

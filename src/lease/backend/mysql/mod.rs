@@ -61,7 +61,7 @@ use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
 /// - `TRUNCATE`, or a `DELETE` of every row (the sentinel goes);
 /// - a **dropped** and re-created lease table, and a logical restore on the
 ///   same server (a dump's table is created anew, in another second,
-///   though the sentinel row came back with it);
+///   though the sentinel row came back with it), or a physical one (below);
 /// - **rows deleted**: both tables dropped, a namespace's marker row
 ///   deleted, its records deleted. A namespace with no marker row gets the
 ///   server's clock now: it is new, or was emptied, and nothing in an
@@ -69,17 +69,25 @@ use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
 ///   under a marker that stays is found below the high-water mark, and its
 ///   id waits from the moment it was seen gone.
 ///
-/// Not detected: a physical backup restored onto the same host and port
-/// (the same server, table and rows, only older). Turn on
+/// On MariaDB, a physical backup restored in place (`mariabackup
+/// --copy-back`, a copy of the data directory) is detected too: MariaDB
+/// takes a table's creation time from its `.frm` file's change time, and a
+/// restore writes the file anew. Not detected: on MariaDB, a disk or volume
+/// snapshot rolled back (LVM, ZFS, a cloud volume, a VM), which keeps the
+/// files' times; on MySQL 8, which keeps creation times in its data
+/// dictionary, any physical restore onto the same host and port. Either is
+/// the same server, table and rows, only older. Turn on
 /// [`Lease::wait_out_rollbacks`](crate::lease::Lease::wait_out_rollbacks)
 /// where that can happen.
 ///
 /// Leases need one server that takes writes. A connection that finds the
 /// server read-only (a replica) is refused ([`LeaseError::ReadOnly`]), and
-/// so is one that finds it writable while it replicates from another server
-/// that takes writes too (two masters at once, as in a master-master pair
-/// that takes writes on both sides: each would grant leases alone), or that
-/// cannot be asked ([`LeaseError::MultiWriter`]). Seeing the replication
+/// so is one that finds it writable while it replicates, on any channel,
+/// from another server that takes writes too (two masters at once, as in a
+/// master-master pair that takes writes on both sides: each would grant
+/// leases alone), or that cannot be asked ([`LeaseError::MultiWriter`]).
+/// Every acquisition asks, and a connection that renews asks again every
+/// 10 s, so a peer made writable later is seen. Seeing the replication
 /// needs the `REPLICA MONITOR` (MariaDB) or `REPLICATION CLIENT` (MySQL)
 /// privilege; without it the check is skipped, and `Inspect::survey`
 /// (`flakegen leases check`) says so. A Galera or Group Replication cluster
@@ -325,7 +333,7 @@ impl Registry for MysqlRegistry {
     ) -> Result<Snapshot, LeaseError> {
         super::check_namespace(namespace)?;
         let (ns, workers) = (namespace.to_owned(), signed(workers));
-        self.run(|mut conn| async move {
+        self.run_acquiring(|mut conn| async move {
             let result = async {
                 // The server's clock, and the marker unless a restore voided it.
                 let now: i64 = conn

@@ -1,7 +1,7 @@
 //! The connection a MySQL or MariaDB registry leases on: opened, checked
 //! to be the one server that takes writes, and its tables created, once.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder, Row};
@@ -10,15 +10,34 @@ use super::super::remote::{Connected, Failure};
 use super::{MysqlRegistry, SENTINEL};
 use crate::lease::LeaseError;
 
-/// How long asking the server this one replicates from whether it takes
-/// writes may take: once per connection, and only on a replicating server.
+/// How long asking a server this one replicates from whether it takes
+/// writes may take: only on a replicating server.
 const PEER_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A connection, and whether it was made ready to lease on: the server
-/// found to take writes, alone, and the tables there.
+/// How often a connection that renews asks again whether it is still the
+/// one server that takes writes: a peer made writable later (a second
+/// master switched on by hand) must not go unseen for as long as the
+/// connection lives. Every acquisition asks.
+const WRITERS_EVERY: Duration = Duration::from_secs(10);
+
+/// A connection, whether it was made ready to lease on (the tables there),
+/// and when it last found its server the one that takes writes.
 pub(super) struct Session {
     conn: Conn,
     ready: bool,
+    alone_at: Option<Instant>,
+}
+
+/// What a call needs of its connection.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Need {
+    /// Nothing: a look that writes nothing, on any server.
+    Look,
+    /// The tables, and a server that takes writes alone, asked at most
+    /// [`WRITERS_EVERY`] ago.
+    Lease,
+    /// The same, asked now: an acquisition.
+    Acquire,
 }
 
 impl MysqlRegistry {
@@ -29,7 +48,20 @@ impl MysqlRegistry {
         T: Send,
         F: std::future::Future<Output = (Conn, Result<T, Failure<mysql_async::Error>>)> + Send,
     {
-        self.session(true, call)
+        self.session(Need::Lease, call)
+    }
+
+    /// [`run`](Self::run), the server asked again whether it takes writes
+    /// alone: for an acquisition.
+    pub(super) fn run_acquiring<T, F>(
+        &self,
+        call: impl FnOnce(Conn) -> F + Send,
+    ) -> Result<T, LeaseError>
+    where
+        T: Send,
+        F: std::future::Future<Output = (Conn, Result<T, Failure<mysql_async::Error>>)> + Send,
+    {
+        self.session(Need::Acquire, call)
     }
 
     /// Runs `call` with a connection as it is: for a look that writes
@@ -39,12 +71,12 @@ impl MysqlRegistry {
         T: Send,
         F: std::future::Future<Output = (Conn, Result<T, Failure<mysql_async::Error>>)> + Send,
     {
-        self.session(false, call)
+        self.session(Need::Look, call)
     }
 
     fn session<T, F>(
         &self,
-        ready: bool,
+        need: Need,
         call: impl FnOnce(Conn) -> F + Send,
     ) -> Result<T, LeaseError>
     where
@@ -55,22 +87,39 @@ impl MysqlRegistry {
         let open = || async move {
             let conn = Conn::new(opts.clone()).await?;
             Ok(Connected {
-                client: Session { conn, ready: false },
+                client: Session {
+                    conn,
+                    ready: false,
+                    alone_at: None,
+                },
                 driver: None,
             })
         };
         let result = self.remote.run(open, |mut session| async move {
-            if ready && !session.ready {
+            let stale = session
+                .alone_at
+                .is_none_or(|at| need == Need::Acquire || at.elapsed() >= WRITERS_EVERY);
+            if need != Need::Look && stale {
+                if let Err(e) = self.alone(&mut session.conn).await {
+                    return (session, Err(e));
+                }
+                session.alone_at = Some(Instant::now());
+            }
+            if need != Need::Look && !session.ready {
                 if let Err(e) = self.prepare(&mut session.conn).await {
                     return (session, Err(e));
                 }
                 session.ready = true;
             }
             let (conn, result) = call(session.conn).await;
+            let Session {
+                ready, alone_at, ..
+            } = session;
             (
                 Session {
                     conn,
-                    ready: session.ready,
+                    ready,
+                    alone_at,
                 },
                 result,
             )
@@ -78,11 +127,9 @@ impl MysqlRegistry {
         result.map_err(|failure| failure.into_lease(&self.remote.address, |e| self.error(e)))
     }
 
-    /// Makes a connection ready to lease on: the server must take writes,
-    /// and be the only one that does among those it replicates from; the
-    /// tables are created if they are missing (they say nothing of any
-    /// namespace: each is marked on its first use).
-    async fn prepare(&self, conn: &mut Conn) -> Result<(), Failure<mysql_async::Error>> {
+    /// Whether the server takes writes, and is the only one that does
+    /// among those it replicates from, on any channel.
+    async fn alone(&self, conn: &mut Conn) -> Result<(), Failure<mysql_async::Error>> {
         let read_only: Option<(i64, String)> =
             conn.query_first("SELECT @@read_only, VERSION()").await?;
         if let Some((1, _)) = read_only {
@@ -91,7 +138,7 @@ impl MysqlRegistry {
                 role: "read_only = ON: a replica, or a server set aside".to_owned(),
             }));
         }
-        if let Some(upstream) = self.upstream(conn).await? {
+        for upstream in self.upstreams(conn).await? {
             let found = match self.peer_read_only(&upstream).await {
                 Ok(true) => None,
                 Ok(false) => Some("takes writes too (read_only = OFF)".to_owned()),
@@ -107,6 +154,13 @@ impl MysqlRegistry {
                 }));
             }
         }
+        Ok(())
+    }
+
+    /// Makes a connection ready to lease on: the tables are created if they
+    /// are missing (they say nothing of any namespace: each is marked on
+    /// its first use).
+    async fn prepare(&self, conn: &mut Conn) -> Result<(), Failure<mysql_async::Error>> {
         let present = || {
             "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() \
              AND TABLE_NAME IN ('flakegen_leases', 'flakegen_namespaces')"
@@ -138,12 +192,12 @@ impl MysqlRegistry {
         Ok(created?)
     }
 
-    /// The server this one replicates from, if it does (a channel whose
-    /// threads run, or try to); `None` too when the user may not see it.
-    pub(super) async fn upstream(
+    /// The servers this one replicates from, on every channel whose threads
+    /// run, or try to; none when the user may not see them.
+    pub(super) async fn upstreams(
         &self,
         conn: &mut Conn,
-    ) -> Result<Option<(String, u16)>, Failure<mysql_async::Error>> {
+    ) -> Result<Vec<(String, u16)>, Failure<mysql_async::Error>> {
         // MariaDB: every channel; MySQL 8: SHOW REPLICA STATUS; older: SLAVE.
         for statement in [
             "SHOW ALL SLAVES STATUS",
@@ -156,10 +210,11 @@ impl MysqlRegistry {
                 Err(mysql_async::Error::Server(e)) if e.code == 1064 => continue,
                 // No right to see replication (1227): nothing to go on.
                 Err(mysql_async::Error::Server(e)) if e.code == 1227 || e.code == 1142 => {
-                    return Ok(None);
+                    return Ok(Vec::new());
                 }
                 Err(e) => return Err(e.into()),
             };
+            let mut upstreams = Vec::new();
             for row in rows {
                 let text = |names: &[&str]| {
                     names
@@ -176,12 +231,12 @@ impl MysqlRegistry {
                     .and_then(|p| p.parse().ok())
                     .unwrap_or(3306);
                 if !host.is_empty() {
-                    return Ok(Some((host, port)));
+                    upstreams.push((host, port));
                 }
             }
-            return Ok(None);
+            return Ok(upstreams);
         }
-        Ok(None)
+        Ok(Vec::new())
     }
 
     /// Whether the server at `peer` is read-only, asked with this
