@@ -37,10 +37,7 @@ pub(crate) struct New {
     /// private IPv4 address's host part).
     #[arg(long, value_name = "SOURCE", value_parser = ["env", "hostname", "ip"])]
     worker_from: Option<String>,
-    /// Or lease the worker id from this registry (a mysql://, mariadb://,
-    /// postgres:// or redis:// URL), among the generators of --namespace;
-    /// it is given back when the run ends.
-    #[arg(long, value_name = "URL", requires = "namespace")]
+    #[arg(long, value_name = "URL", requires = "namespace", help = lease_help())]
     lease: Option<String>,
     /// The namespace of the lease, as in `Lease::new(registry, namespace)`.
     #[arg(long, requires = "lease")]
@@ -55,6 +52,18 @@ pub(crate) struct New {
     /// One JSON object per line.
     #[arg(long)]
     json: bool,
+}
+
+/// The help of `--lease`: every registry flakegen knows, as the library's
+/// table lists them.
+fn lease_help() -> String {
+    format!(
+        "Or lease the worker id from this registry: a {} URL, among the generators of \
+         --namespace; it is given back when the run ends. A namespace the registry has no \
+         trace of waits the TTL and the skew allowance once (12 s), unless `flakegen leases \
+         init` declared it new",
+        flakegen::lease::RegistryKind::schemes_said()
+    )
 }
 
 /// An ID's text form.

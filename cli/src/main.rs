@@ -7,6 +7,7 @@
 //! flakegen layout worker_bits=8,sequence_bits=14
 //! flakegen leases "$URL" --namespace orders --layout twitter
 //! flakegen leases check "$URL"
+//! FLAKEGEN_LEASE_URL=… flakegen leases init --namespace payments
 //! ```
 //!
 //! Exit status: 0 when all went well, 1 when something failed (an ID that
@@ -54,7 +55,7 @@ enum Command {
     /// A layout's fields, capacity and end date.
     Layout(layout::Args),
     /// The leases of a namespace in a registry; `leases check` checks the
-    /// registry itself.
+    /// registry itself; `leases init` declares a new namespace.
     Leases(leases::Args),
 }
 

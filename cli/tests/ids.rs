@@ -223,3 +223,38 @@ fn a_layout_that_can_issue_nothing_fails() {
     assert!(stderr(&out).contains("epoch"), "{}", stderr(&out));
     assert!(flakegen(&["layout", "twitter"]).status.success());
 }
+
+/// The help of every command that takes a registry URL names every
+/// registry of the library's table, and no other scheme.
+#[test]
+fn the_help_names_every_registry_of_the_table() {
+    for args in [
+        &["leases", "--help"][..],
+        &["leases", "check", "--help"],
+        &["leases", "init", "--help"],
+        &["new", "--help"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_flakegen"))
+            .args(args)
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout).replace('\n', " ");
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            help.contains(&flakegen::lease::RegistryKind::schemes_said()),
+            "{args:?}: {help}"
+        );
+        let named: Vec<&str> = help
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == ':' || c == '/'))
+            .filter_map(|word| word.strip_suffix("://"))
+            .collect();
+        for scheme in named {
+            assert!(
+                flakegen::lease::REGISTRIES
+                    .iter()
+                    .any(|k| k.schemes.contains(&scheme)),
+                "{args:?} names {scheme}://, which no registry of the table answers to"
+            );
+        }
+    }
+}

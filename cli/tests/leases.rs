@@ -1,6 +1,6 @@
-//! `flakegen leases` and `flakegen leases check` against the real servers
-//! of `scripts/services.sh` (MariaDB, PostgreSQL, Redis): what an operator
-//! is told, in words, and the exit status.
+//! `flakegen leases`, `leases check` and `leases init` against the real
+//! servers of `scripts/services.sh`, every registry the library's table
+//! lists: what an operator is told, in words, and the exit status.
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
@@ -30,7 +30,15 @@ fn url(backend: &str) -> String {
     })
 }
 
-const BACKENDS: [&str; 3] = ["mysql", "postgres", "redis"];
+/// Every registry of the library's table (the CLI is built with them all),
+/// by the name of its feature, which its URL variable carries.
+fn registries() -> Vec<&'static str> {
+    lease::REGISTRIES.iter().map(|kind| kind.feature).collect()
+}
+
+/// The registries whose server has a clock the check reads, and whose
+/// losses `lose` knows: etcd has no clock, and its loss is a restore.
+const SERVER_CLOCKED: [&str; 3] = ["mysql", "postgres", "redis"];
 
 fn flakegen(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_flakegen"))
@@ -82,10 +90,10 @@ fn lines_on<'a>(said: &'a str, topic: &str) -> Vec<&'a str> {
         .collect()
 }
 
-/// The host and port of a URL.
+/// The host and port of a URL (its first, where it lists several).
 fn address(url: &str) -> (String, String) {
     let rest = url.split_once('@').unwrap().1;
-    let address = rest.split('/').next().unwrap();
+    let address = rest.split(['/', ',']).next().unwrap();
     let (host, port) = address.split_once(':').unwrap();
     (host.to_owned(), port.to_owned())
 }
@@ -93,7 +101,7 @@ fn address(url: &str) -> (String, String) {
 #[test]
 fn a_healthy_registry_passes_the_check() {
     let _serial = serial();
-    for backend in BACKENDS {
+    for backend in registries() {
         let out = flakegen(&["leases", "check", &url(backend)]);
         let said = said(&out);
         assert!(out.status.success(), "{backend}: {said}");
@@ -116,7 +124,7 @@ fn a_healthy_registry_passes_the_check() {
 #[test]
 fn a_clock_3_s_ahead_is_said_to_be_refused() {
     let _serial = serial();
-    for backend in BACKENDS {
+    for backend in SERVER_CLOCKED {
         let out = flakegen(&[
             "leases",
             "check",
@@ -140,7 +148,7 @@ fn a_clock_3_s_ahead_is_said_to_be_refused() {
 #[test]
 fn a_wrong_password_is_said_as_such() {
     let _serial = serial();
-    for backend in BACKENDS {
+    for backend in registries() {
         let wrong = url(backend).replace("flakegen-test", "wrong-password");
         let out = flakegen(&["leases", "check", &wrong]);
         let said = said(&out);
@@ -202,14 +210,31 @@ fn an_eviction_policy_that_may_drop_leases_is_said_with_the_fix() {
     );
 }
 
+/// After its rows are all deleted (the sentinel with them), a namespace
+/// that had records is said to have lost them, with what its generators
+/// will do; one nobody used is told apart only by its spelling.
 #[test]
-fn a_table_without_its_marker_is_said_to_have_lost_its_data() {
+fn a_namespace_whose_records_are_gone_is_said_so() {
     let _serial = serial();
     for backend in ["mysql", "postgres"] {
         let url = url(backend);
-        // Have a table, and a marker, then take every row away: the
-        // sentinel goes with them, and the marker is void.
-        assert!(flakegen(&["leases", "check", &url]).status.success());
+        let ns = format!("gone-{}-{}", std::process::id(), nanos());
+        assert!(
+            flakegen(&["leases", "init", &url, "--namespace", &ns])
+                .status
+                .success()
+        );
+        let out = flakegen(&["new", "--lease", &url, "--namespace", &ns, "--count", "1"]);
+        assert!(out.status.success(), "{backend}: {}", said(&out));
+        let out = flakegen(&["leases", "check", &url, "--namespace", &ns]);
+        let line = said(&out)
+            .lines()
+            .find(|l| l.contains(&ns))
+            .map(str::to_owned);
+        assert!(
+            line.as_deref().is_some_and(|l| l.starts_with("ok")),
+            "{backend}: {line:?}"
+        );
         let delete = "DELETE FROM flakegen_leases";
         match backend {
             "mysql" => {
@@ -217,21 +242,75 @@ fn a_table_without_its_marker_is_said_to_have_lost_its_data() {
             }
             _ => client("psql", &[&url, "-qc", delete]),
         }
-        let out = flakegen(&["leases", "check", &url]);
+        let out = flakegen(&["leases", "check", &url, "--namespace", &ns]);
         let said = said(&out);
         // A warning: generators work, after a wait.
         assert!(out.status.success(), "{backend}: {said}");
-        let line = said.lines().find(|l| l.contains(" marker ")).unwrap();
+        let line = said.lines().find(|l| l.contains(&ns)).unwrap();
         assert!(line.starts_with("warn"), "{backend}: {line}");
-        assert!(line.contains("no marker"), "{line}");
-        assert!(line.contains("lost its data"), "{line}");
-        assert!(line.contains("wait the TTL and the skew"), "{line}");
-        // A namespace no generator used is said to be unknown, not lost.
-        let out = flakegen(&["leases", &url, "--namespace", "no-such-namespace"]);
+        for words in [
+            "no trace here",
+            "registry lost it",
+            "waiting the TTL and the skew",
+        ] {
+            assert!(line.contains(words), "{backend}: {line} lacks {words:?}");
+        }
+        let out = flakegen(&["leases", &url, "--namespace", &ns]);
         let text = self::said(&out);
         assert_eq!(out.status.code(), Some(1), "{backend}: {text}");
-        assert!(text.contains("has no records here"), "{backend}: {text}");
-        assert!(!text.contains("lost"), "{backend}: {text}");
+        assert!(text.contains("no trace here"), "{backend}: {text}");
+        assert!(text.contains("Check its spelling"), "{backend}: {text}");
+    }
+}
+
+/// A namespace declared new builds at once; one in use cannot be declared
+/// new; the URL may come from FLAKEGEN_LEASE_URL, out of the command line.
+#[test]
+fn a_new_namespace_is_declared_once_and_starts_at_once() {
+    let _serial = serial();
+    for backend in registries() {
+        let url = url(backend);
+        let ns = format!("init-{}-{}", std::process::id(), nanos());
+        let init = || {
+            Command::new(env!("CARGO_BIN_EXE_flakegen"))
+                .args(["leases", "init", "--namespace", &ns])
+                .env("FLAKEGEN_LEASE_URL", &url)
+                .output()
+                .unwrap()
+        };
+        let out = init();
+        assert!(out.status.success(), "{backend}: {}", said(&out));
+        assert!(
+            said(&out).contains("declared new"),
+            "{backend}: {}",
+            said(&out)
+        );
+        let started = std::time::Instant::now();
+        let out = flakegen(&["new", "--lease", &url, "--namespace", &ns, "--count", "1"]);
+        assert!(out.status.success(), "{backend}: {}", said(&out));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{backend}: a namespace declared new took {:?} to build",
+            started.elapsed()
+        );
+        let out = init();
+        assert_eq!(out.status.code(), Some(1), "{backend}: {}", said(&out));
+        assert!(
+            said(&out).contains("cannot be declared new"),
+            "{backend}: {}",
+            said(&out)
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_flakegen"))
+            .args(["leases", "check"])
+            .env("FLAKEGEN_LEASE_URL", &url)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{backend}: {}", said(&out));
+        assert!(
+            !said(&out).contains("flakegen-test"),
+            "{backend}: {}",
+            said(&out)
+        );
     }
 }
 
@@ -242,7 +321,7 @@ fn the_listing_shows_a_running_generator_s_lease() {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    for backend in BACKENDS {
+    for backend in registries() {
         let url = url(backend);
         let namespace = format!("cli-{}-{nanos}", std::process::id());
         let registry = lease::connect(&url).unwrap();
@@ -389,7 +468,7 @@ fn settings_under_which_a_crash_forgets_renewals_are_said_with_the_fix() {
 #[test]
 fn a_short_program_leaves_its_id_free() {
     let _serial = serial();
-    for backend in BACKENDS {
+    for backend in registries() {
         let url = url(backend);
         let ns = format!("short-{}-{}", std::process::id(), nanos());
         let out = flakegen(&["new", "--lease", &url, "--namespace", &ns, "--count", "2"]);
@@ -454,7 +533,7 @@ fn parallel_runs_make_no_id_twice() {
 fn a_check_right_after_a_loss_leaves_the_loss_rule_whole() {
     let _serial = serial();
     const ONE: Layout = Layout::builder().worker_bits(0).build_const();
-    for backend in BACKENDS {
+    for backend in SERVER_CLOCKED {
         let url = url(backend);
         let ns = format!("check-loss-{}-{}", std::process::id(), nanos());
         let terms = |ns: &str| {
@@ -531,8 +610,9 @@ fn lose(backend: &str, url: &str) {
 
 /// No password reaches the output, whatever the URL's shape: well formed,
 /// with a character the URL syntax reserves, a scheme missing its slashes
-/// or colon, libpq's key=value form, at a server that refuses it, or at a
-/// port that does not answer.
+/// or colon, libpq's key=value form, a `password=` parameter, a space
+/// where the `@` belongs, at a server that refuses it, or at a port that
+/// does not answer.
 #[test]
 fn no_password_is_printed_whatever_the_url() {
     let secret = "S3cret";
@@ -543,13 +623,15 @@ fn no_password_is_printed_whatever_the_url() {
         format!("postgres://app:{secret}/x@127.0.0.1:1/app"),
         format!("mysql://app:{secret}@127.0.0.1:1"),
         format!("rediss://:{secret}@127.0.0.1:1/0?sslrootcert=/nonexistent"),
+        format!("postgres://127.0.0.1:1/app?user=app&password={secret}"),
     ];
-    for backend in BACKENDS {
-        // The real server, with a wrong password in each shape.
+    for backend in registries() {
+        // The real server, with a wrong password in each shape, and with
+        // a space where the `@` belongs.
         let (host, port) = address(&url(backend));
-        let scheme = if backend == "mysql" { "mysql" } else { backend };
-        urls.push(format!("{scheme}://app:{secret}@{host}:{port}/app"));
-        urls.push(format!("{scheme}://app:{secret}%2F@{host}:{port}/app"));
+        urls.push(format!("{backend}://app:{secret}@{host}:{port}/app"));
+        urls.push(format!("{backend}://app:{secret}%2F@{host}:{port}/app"));
+        urls.push(format!("{backend}://app:{secret} {host}:{port}/app"));
     }
     for url in &urls {
         for args in [
