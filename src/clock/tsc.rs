@@ -495,6 +495,7 @@ mod tests {
 
     /// A simulated machine: a counter at `hz` ticks per second of true time,
     /// and a system clock that is true time plus `offset` ns.
+    #[derive(Clone)]
     struct Machine {
         true_nanos: u64,
         tick: f64,
@@ -570,10 +571,22 @@ mod tests {
                 continue;
             }
             if steering.refresh(machine.tick(), machine.system()) {
-                // A reader between the two lines' publication and the
-                // next line's start sees the same time either way.
+                // A reader that reads the counter near the publication, a
+                // little before or after it (the CPU reads it out of order,
+                // and a reader's loads may land on either side), sees the
+                // same time from either pair: they agree on every tick
+                // within the gap of the publication.
                 let tick = machine.tick();
-                assert!(steering.pair.at(tick) >= published.at(tick));
+                let gap = ticks_in(GAP, steering.rate()) * 9 / 10;
+                for step in 0..=32 {
+                    let at = tick - gap + gap * step / 16;
+                    assert_eq!(
+                        steering.pair.at(at),
+                        published.at(at),
+                        "the pairs before and after a publication disagree {} ticks from it",
+                        at as i64 - tick as i64
+                    );
+                }
                 published = steering.pair;
             }
         }
@@ -649,6 +662,34 @@ mod tests {
         );
         let (behind, _) = run(&mut Machine::new(2.5e9), 25, 23, stall);
         assert!(behind < 50_000, "{behind} ns behind once it runs again");
+    }
+
+    #[test]
+    fn a_refresher_woken_early_publishes_nothing_within_the_gap() {
+        let mut machine = Machine::new(2.5e9);
+        let first = (machine.tick(), machine.system());
+        machine.advance(5_000_000);
+        let second = (machine.tick(), machine.system());
+        let mut steering = Steering::calibrated(first, second).expect("a sane rate");
+        machine.advance(REFRESH.as_nanos() as u64);
+        assert!(steering.refresh(machine.tick(), machine.system()));
+        let published = steering.pair;
+        // Woken again before the line just drawn has run a gap (it begins a
+        // gap after its publication), the system clock stepped forward
+        // meanwhile: a pair published now would begin a line while readers
+        // may still read the counter below the last one's start, and the
+        // pairs would disagree there.
+        for early in [GAP / 2, GAP + GAP / 2, 2 * GAP - 1_000] {
+            let mut again = steering.clone();
+            let mut machine = machine.clone();
+            machine.advance(early);
+            machine.offset += 5e6;
+            assert!(
+                !again.refresh(machine.tick(), machine.system()),
+                "a pair published {early} ns after the last, before its line ran a gap"
+            );
+            assert_eq!(again.pair, published);
+        }
     }
 
     #[test]
