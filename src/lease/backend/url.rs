@@ -125,7 +125,9 @@ fn split_scheme(url: &str) -> Option<(&str, &str)> {
         return None;
     }
     let after = &url[end..];
-    let separator = ["://", ":/", "//", ":"].into_iter().find(|s| after.starts_with(s))?;
+    let separator = ["://", ":/", "//", ":"]
+        .into_iter()
+        .find(|s| after.starts_with(s))?;
     let rest = &after[separator.len()..];
     (separator != ":" || rest.contains('@')).then(|| url.split_at(end + separator.len()))
 }
@@ -232,7 +234,10 @@ mod tests {
         ];
         for (url, shown) in cases {
             assert_eq!(redacted_url(url).as_deref(), shown, "{url}");
-            assert!(!redacted_url(url).unwrap_or_default().contains("S3"), "{url}");
+            assert!(
+                !redacted_url(url).unwrap_or_default().contains("S3"),
+                "{url}"
+            );
             let said = format!("the client could not parse {url}: {url:?}");
             assert!(
                 !scrub(&said, url).contains("S3"),
