@@ -152,3 +152,69 @@ fn a_build_on_a_connection_that_died_silently_leases_on_a_new_one() {
         second.next_id().unwrap();
     }
 }
+
+/// A statement that locks `worker`'s record of `namespace` for `seconds`,
+/// on the registries whose records are rows.
+fn hold_row(server: &str, namespace: &str, worker: u64, seconds: u64) -> Option<String> {
+    let row = format!(
+        "SELECT 1 FROM flakegen_leases WHERE namespace = '{namespace}' AND worker = {worker} \
+         FOR UPDATE"
+    );
+    match server {
+        "postgres" => Some(format!("BEGIN; {row}; SELECT pg_sleep({seconds}); COMMIT")),
+        "mysql" => Some(format!("BEGIN; {row}; DO SLEEP({seconds}); COMMIT")),
+        _ => None,
+    }
+}
+
+/// Two generators on one registry, the first one's record locked by
+/// another session for twice the TTL: its renewals hang on the lock and
+/// time out, again and again, while the second's, on the same registry,
+/// land as if nothing happened. Calls share no lock of the client's.
+#[test]
+fn a_stuck_renewal_holds_up_no_other_on_the_same_registry() {
+    for server in ALL {
+        let ns = namespace();
+        let Some(hold) = hold_row(server.name, &ns, 0, 2 * TTL.as_secs()) else {
+            continue;
+        };
+        let registry = lease::connect(&server.url()).unwrap();
+        registry.declare_new(&ns).unwrap();
+        let lease = Lease::new(registry, &ns).ttl(TTL).skew(SKEW);
+        let build = || {
+            let g = Builder::new().layout(Layout::TWITTER).lease(lease.clone());
+            g.build_atomic().unwrap()
+        };
+        let (stuck, other) = (build(), build());
+        assert_eq!(stuck.worker(), 0, "{}", server.name);
+        let (ids, refused) = thread::scope(|scope| {
+            let locked = scope.spawn(|| server.services("sql", &[&hold]));
+            let (mut ids, mut refused) = (Vec::<Snowflake>::new(), 0u64);
+            while !locked.is_finished() {
+                match other.try_next_id() {
+                    Ok(id) => ids.push(id),
+                    Err(_) => refused += 1,
+                }
+                thread::sleep(Duration::from_micros(500));
+            }
+            locked.join().unwrap();
+            (ids, refused)
+        });
+        println!(
+            "{}: the first generator's record locked {:?}: the second issued {} IDs, {refused} \
+             refused; the first {:?}",
+            server.name,
+            2 * TTL,
+            ids.len(),
+            stuck.lease().unwrap().state
+        );
+        assert_eq!(
+            refused,
+            0,
+            "{}: the second generator refused while the first one's renewals hung: {:?}",
+            server.name,
+            other.lease()
+        );
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "{}", server.name);
+    }
+}

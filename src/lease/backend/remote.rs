@@ -66,12 +66,16 @@ impl<E> From<E> for Failure<E> {
     }
 }
 
-/// One server: its address for messages, a runtime, a connection.
+/// One server: its address for messages, a runtime, its idle connections.
 ///
-/// Only the lease's own thread calls it while a generator runs, so the
+/// While generators run, only their leases' threads call it, so the
 /// runtime never blocks a caller's thread; a direct call from inside
-/// another runtime runs on a scoped thread. Dropping it never blocks nor
-/// panics, wherever the last owner lets go (a task, a runtime's worker).
+/// another runtime runs on a scoped thread. A call takes an idle
+/// connection for itself and gives it back when done, so the generators
+/// that share a registry never wait for each other's calls: one stuck on
+/// a locked row or a dead connection holds up no other renewal. Dropping
+/// it never blocks nor panics, wherever the last owner lets go (a task, a
+/// runtime's worker).
 pub(crate) struct Remote<C> {
     /// `host:port`, for messages: never the password.
     pub(crate) address: String,
@@ -79,8 +83,14 @@ pub(crate) struct Remote<C> {
     speaks: Speaks,
     /// Always `Some` until dropped.
     runtime: Option<Runtime>,
-    connection: Mutex<Option<Connected<C>>>,
+    /// At most [`MAX_IDLE`], the last one given back on top.
+    idle: Mutex<Vec<Connected<C>>>,
 }
+
+/// The idle connections a registry keeps: calls rarely overlap (each
+/// lease renews a few times per TTL), so one more than a single caller
+/// needs covers a call that overlaps a slow one without a new handshake.
+const MAX_IDLE: usize = 2;
 
 impl<C: Send> Remote<C> {
     /// A server at `address` that must speak `speaks` there.
@@ -96,12 +106,12 @@ impl<C: Send> Remote<C> {
             address,
             speaks,
             runtime: Some(runtime),
-            connection: Mutex::new(None),
+            idle: Mutex::new(Vec::new()),
         })
     }
 
-    /// Runs `call` on the connection, opening one with `open` first if need
-    /// be, all within the call's timeout (its [budget](budget), or
+    /// Runs `call` on an idle connection, or on one it opens with `open`,
+    /// all within the call's timeout (its [budget](budget), or
     /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT)). A connection that timed out
     /// or failed is dropped, and the next call opens another.
     pub(crate) fn run<T, E, O, F>(
@@ -115,11 +125,8 @@ impl<C: Send> Remote<C> {
         O: Future<Output = Result<Connected<C>, E>> + Send,
         F: Future<Output = (C, Result<T, Failure<E>>)> + Send,
     {
-        let mut slot = self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let taken = slot.take();
+        // The lock is held only to take the connection, never across the call.
+        let taken = self.idle().pop();
         let opening = taken.is_none();
         let opened = std::sync::atomic::AtomicBool::new(false);
         let work = async {
@@ -152,8 +159,13 @@ impl<C: Send> Remote<C> {
         match outcome {
             Ok((connected, result)) => {
                 // A connection that failed may be broken: the next call opens another.
-                if !matches!(result, Err(Failure::Client(_))) {
-                    *slot = connected;
+                if let Some(connected) =
+                    connected.filter(|_| !matches!(result, Err(Failure::Client(_))))
+                {
+                    let mut idle = self.idle();
+                    if idle.len() < MAX_IDLE {
+                        idle.push(connected);
+                    }
                 }
                 result
             }
@@ -165,6 +177,10 @@ impl<C: Send> Remote<C> {
                 Err(Failure::TimedOut(timeout))
             }
         }
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Connected<C>>> {
+        self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Runs `future` on this registry's runtime for at most `within`, apart
@@ -209,9 +225,9 @@ impl<C: Send> Remote<C> {
 
 impl<C> Drop for Remote<C> {
     fn drop(&mut self) {
-        // The connection's tasks first, inside the runtime they belong to.
-        let connection = self.connection.get_mut().map(Option::take);
-        drop(connection);
+        // The connections' tasks first, inside the runtime they belong to.
+        let idle = self.idle.get_mut().map(std::mem::take);
+        drop(idle);
         if let Some(runtime) = self.runtime.take() {
             // A plain drop waits for the runtime's blocking pool, and panics
             // when that happens inside another runtime (as when a generator
