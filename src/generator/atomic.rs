@@ -2,8 +2,9 @@
 
 use crossbeam_utils::CachePadded;
 
+use super::core::Core;
 use super::error::BuildError;
-use super::front::{Core, Generator, Raw, Reserved, Start};
+use super::front::{Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter, tick_counter_methods};
 use crate::clock::{Clock, SystemClock};
 use crate::lease::Claim;

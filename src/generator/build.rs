@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::claims::Claims;
+use super::core::{Core, Readiness};
 use super::error::BuildError;
-use super::front::{Core, Generator, Raw, Readiness, Start};
+use super::front::{Generator, Raw, Start};
 use super::seats::Seat;
 use super::state::TickRules;
 use crate::clock::units::{floor_millis, nanos, unix_millis};

@@ -3,9 +3,9 @@
 //!
 //! As `lock_api::Mutex<R, T>` puts one safe type in front of every raw lock,
 //! `Generator<R, C>` puts one generator in front of every way of handing out
-//! ticks. What the strategies share lives in [`Core`]: the clock, the layout
-//! and its rules, the claim in force (worker and fence), the waiting and the
-//! mapping of refusals to errors. What differs, how concurrent callers are
+//! ticks. What the strategies share lives in [`Core`] (`core.rs`): the
+//! clock, the layout and its rules, the claim in force (worker and fence),
+//! the waiting and the mapping of refusals to errors. What differs, how concurrent callers are
 //! kept apart, is the raw strategy `R`, in `atomic.rs`, `mutex.rs` and
 //! `ticker.rs`. Building one is `build.rs`.
 
@@ -13,12 +13,10 @@ use core::fmt;
 use std::time::{Duration, Instant};
 
 use super::IdGenerator;
-use super::claims::Claims;
+use super::core::{Core, Readiness};
 use super::error::IssueError;
-use super::seats::Seat;
-use super::state::{Refusal, TickRules};
+use super::state::Refusal;
 use super::wait;
-use crate::clock::units::unix_millis;
 use crate::clock::{Clock, SystemClock};
 use crate::id::Snowflake;
 use crate::layout::Layout;
@@ -49,22 +47,6 @@ use crate::meter::{self, Cause};
 pub struct Generator<R: Raw<C>, C: Clock = SystemClock> {
     raw: R,
     core: Core<C>,
-}
-
-/// What every strategy shares, validated once when building.
-pub struct Core<C> {
-    pub(crate) clock: C,
-    pub(crate) rules: TickRules,
-    /// The longest a call waits for the clock, in ns; never below one unit,
-    /// so waiting out a used-up unit is never refused.
-    max_wait_nanos: u64,
-    /// The worker and the fence the ticks are issued under: one claim
-    /// without a lease, a new one each time a lease heals.
-    claims: Claims,
-    lease: Option<LeaseHandle>,
-    /// Its place among this process's generators, without a lease (see
-    /// `seats.rs`).
-    seat: Option<Seat>,
 }
 
 /// What a call does when its ticks must wait for the clock.
@@ -116,41 +98,6 @@ impl Reserved {
             Reserved::Ready(first)
         } else {
             Reserved::Pending { first, now }
-        }
-    }
-}
-
-/// When the tick after `last` may be issued: the one rule by which a build
-/// waits for its lease's start, a `resume_after` ID is judged, and a healed
-/// lease is taken into use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Readiness {
-    /// Now, or after a wait (ns) within `max_wait`, which a call makes.
-    Within(u64),
-    /// After a wait (ns) longer than `max_wait`.
-    Beyond(u64),
-    /// Never: nothing after `last` fits the layout.
-    Exhausted,
-}
-
-impl Readiness {
-    /// The tick after `last`, under `rules` (its lead), as the clock reads
-    /// `now_nanos`, for a generator that waits at most `max_wait_nanos`.
-    pub(crate) fn of(rules: &TickRules, max_wait_nanos: u64, last: u64, now_nanos: u64) -> Self {
-        if last >= rules.max_tick() {
-            return Readiness::Exhausted;
-        }
-        let ready_at = rules.layout().unit_start_nanos(rules.ready_unit(last + 1));
-        Readiness::after(ready_at.saturating_sub(now_nanos), max_wait_nanos)
-    }
-
-    /// A wait of `wait_nanos`, for a generator that waits at most
-    /// `max_wait_nanos`: the one place the bound is compared.
-    fn after(wait_nanos: u64, max_wait_nanos: u64) -> Self {
-        if wait_nanos > max_wait_nanos {
-            Readiness::Beyond(wait_nanos)
-        } else {
-            Readiness::Within(wait_nanos)
         }
     }
 }
@@ -228,116 +175,6 @@ mod sealed {
 }
 
 use super::error::BuildError;
-
-impl<C: Clock> Core<C> {
-    pub(super) fn from_parts(
-        clock: C,
-        rules: TickRules,
-        max_wait_nanos: u64,
-        claims: Claims,
-        lease: Option<LeaseHandle>,
-        seat: Option<Seat>,
-    ) -> Self {
-        Core {
-            clock,
-            rules,
-            max_wait_nanos,
-            claims,
-            lease,
-            seat,
-        }
-    }
-
-    /// The lease's namespace, for the metrics' labels; empty without a lease.
-    pub(crate) fn namespace(&self) -> &str {
-        self.lease.as_ref().map_or("", LeaseHandle::namespace)
-    }
-
-    /// When the tick after `last` may be issued, as the clock reads now.
-    pub(super) fn readiness(&self, last: u64) -> Readiness {
-        Readiness::of(
-            &self.rules,
-            self.max_wait_nanos,
-            last,
-            self.clock.unix_nanos(),
-        )
-    }
-
-    #[inline]
-    pub(crate) fn layout(&self) -> &Layout {
-        self.rules.layout()
-    }
-
-    /// The clock's unit now.
-    #[inline]
-    pub(crate) fn now(&self) -> u64 {
-        self.layout().units_since_epoch(self.clock.unix_nanos())
-    }
-
-    /// The clock's reading now, and its unit.
-    pub(crate) fn read_clock(&self) -> (u64, u64) {
-        let now_nanos = self.clock.unix_nanos();
-        (now_nanos, self.layout().units_since_epoch(now_nanos))
-    }
-
-    /// Writes the IDs of ticks `first, first + 1, ...` under `claim` into `ids`.
-    #[inline]
-    fn fill(&self, claim: &Claim, first: u64, ids: &mut [Snowflake]) {
-        for (tick, slot) in (first..).zip(ids.iter_mut()) {
-            *slot = claim.id(self.layout(), tick);
-        }
-    }
-
-    /// How long until `unit` starts, seen from clock reading `now_nanos`, if
-    /// that is worth waiting for: a wait beyond `max_wait` is an error.
-    fn wait_for(&self, unit: u64, now_nanos: u64) -> Result<u64, IssueError> {
-        let wait = self
-            .layout()
-            .unit_start_nanos(unit)
-            .saturating_sub(now_nanos);
-        match Readiness::after(wait, self.max_wait_nanos) {
-            Readiness::Beyond(behind_nanos) => Err(IssueError::ClockBehind { behind_nanos }),
-            _ => Ok(wait),
-        }
-    }
-
-    /// Whether clock reading `now_nanos` has reached the start of `unit`: a
-    /// wait for it returns at once (a ticker whose thread is late publishes
-    /// the unit itself).
-    fn reached(&self, unit: u64, now_nanos: u64) -> bool {
-        now_nanos >= self.layout().unit_start_nanos(unit)
-    }
-
-    /// When a wait that starts now must give up, by the monotonic clock:
-    /// `max_wait` bounds every wait, whatever the generator's clock does
-    /// meanwhile (stops, steps back). `None`: no bound.
-    pub(super) fn give_up(&self) -> Option<Instant> {
-        Instant::now().checked_add(Duration::from_nanos(self.max_wait_nanos))
-    }
-
-    /// The error for a call refused under `claim` at clock reading `now_nanos`.
-    #[cold]
-    fn refusal_error(&self, refusal: Refusal, claim: &Claim, now_nanos: u64) -> IssueError {
-        match refusal {
-            Refusal::Exhausted => self.exhausted(),
-            Refusal::Fenced if claim.fence().is_closed() => IssueError::ShutDown,
-            Refusal::Fenced => IssueError::LeaseLost {
-                fence_unix_millis: claim.fence().unix_millis(),
-            },
-            Refusal::WaitUntil(unit) => match self.wait_for(unit, now_nanos) {
-                Ok(wait_nanos) => IssueError::WouldBlock { wait_nanos },
-                Err(behind) => behind,
-            },
-        }
-    }
-
-    #[cold]
-    fn exhausted(&self) -> IssueError {
-        IssueError::TimestampExhausted {
-            end_unix_millis: unix_millis(self.layout().exhausted_at()),
-        }
-    }
-}
 
 impl<R: Raw<C>, C: Clock> Generator<R, C> {
     pub(super) fn from_parts(raw: R, core: Core<C>) -> Self {
@@ -503,6 +340,20 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
         }
     }
 
+    /// Fills `ids` with the IDs of the ticks `issue` hands out for them; an
+    /// empty slice asks for nothing.
+    fn fill<'a>(
+        &'a self,
+        ids: &mut [Snowflake],
+        issue: impl FnOnce(u64) -> Result<(u64, &'a Claim), IssueError>,
+    ) -> Result<(), IssueError> {
+        if !ids.is_empty() {
+            let (first, claim) = issue(ids.len() as u64)?;
+            self.core.fill(claim, first, ids);
+        }
+        Ok(())
+    }
+
     fn try_issue(&self, count: u64) -> Result<(u64, &Claim), IssueError> {
         let mut claim = self.core.claims.current();
         loop {
@@ -526,25 +377,15 @@ impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
     /// Without a lease, it leaves its seat in the process with the last tick
     /// it handed out, for the next generator on it to start after.
     fn drop(&mut self) {
-        if let Some(seat) = &self.core.seat {
-            seat.leave(self.raw.last_issued());
-        }
         let release = self.shutdown();
-        if let Some(wait) = self.core.lease.as_ref().map(LeaseHandle::release_wait) {
-            if !wait.is_zero() {
-                // Whatever the outcome, the lease expires at worst.
-                let _ = release.wait(wait);
-            }
-        }
+        self.core.leave(self.raw.last_issued(), release);
     }
 }
 
 impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, IssueError> {
-        let (tick, claim) = self
-            .issue(1, Wait::Block)
-            .map_err(|e| meter::refused(e, self.core.namespace()))?;
+        let (tick, claim) = self.core.counted(self.issue(1, Wait::Block))?;
         Ok(claim.id(self.core.layout(), tick))
     }
 
@@ -556,38 +397,22 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
 
     #[inline]
     fn try_next_id(&self) -> Result<Snowflake, IssueError> {
-        let (tick, claim) = self
-            .try_issue(1)
-            .map_err(|e| meter::refused(e, self.core.namespace()))?;
+        let (tick, claim) = self.core.counted(self.try_issue(1))?;
         Ok(claim.id(self.core.layout(), tick))
     }
 
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
-        if !ids.is_empty() {
-            let (first, claim) = self
-                .issue(ids.len() as u64, Wait::Block)
-                .map_err(|e| meter::refused(e, self.core.namespace()))?;
-            self.core.fill(claim, first, ids);
-        }
-        Ok(())
+        self.fill(ids, |count| {
+            self.core.counted(self.issue(count, Wait::Block))
+        })
     }
 
     fn next_ids_or_wait_hint(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
-        if !ids.is_empty() {
-            let (first, claim) = self.issue(ids.len() as u64, Wait::GiveBack)?;
-            self.core.fill(claim, first, ids);
-        }
-        Ok(())
+        self.fill(ids, |count| self.issue(count, Wait::GiveBack))
     }
 
     fn try_next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
-        if !ids.is_empty() {
-            let (first, claim) = self
-                .try_issue(ids.len() as u64)
-                .map_err(|e| meter::refused(e, self.core.namespace()))?;
-            self.core.fill(claim, first, ids);
-        }
-        Ok(())
+        self.fill(ids, |count| self.core.counted(self.try_issue(count)))
     }
 
     fn layout(&self) -> &Layout {
@@ -624,15 +449,6 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
             None => 0,
         };
         lease.release(claim, last)
-    }
-}
-
-impl<C> fmt::Debug for Core<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Core")
-            .field("layout", self.rules.layout())
-            .field("leased", &self.lease.is_some())
-            .finish_non_exhaustive()
     }
 }
 

@@ -13,6 +13,7 @@ mod atomic;
 mod build;
 mod builder;
 mod claims;
+mod core;
 mod error;
 mod front;
 mod mutex;

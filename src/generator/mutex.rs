@@ -3,8 +3,9 @@
 use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, MutexGuard};
 
+use super::core::Core;
 use super::error::BuildError;
-use super::front::{Core, Generator, Raw, Reserved, Start};
+use super::front::{Generator, Raw, Reserved, Start};
 use super::state::Refusal;
 use crate::clock::{Clock, SystemClock};
 use crate::lease::Claim;

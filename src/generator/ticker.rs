@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_utils::CachePadded;
 
+use super::core::Core;
 use super::error::BuildError;
-use super::front::{Core, Generator, Raw, Reserved, Start};
+use super::front::{Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter, TickRules, tick_counter_methods};
 use super::wait;
 use crate::clock::{self, Clock, SystemClock};
