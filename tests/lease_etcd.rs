@@ -303,3 +303,56 @@ fn credentials_and_quorum_are_said() {
     assert!(e.to_string().contains("majority"), "{e}");
     assert!(took < DEFAULT_TIMEOUT * 2, "took {took:?}");
 }
+
+/// A crowd of processes' first builds at once, each with a client of its
+/// own and so a login of its own: the logins queue on the members' CPU (a
+/// bcrypt hash each) past a call's bound, and every build still leases a
+/// worker id of its own. 64: on two cores that also run all three
+/// members, 128 starve the members until they hold elections (measured:
+/// 5 to 126 of 128 builds refused, "leader changed" or no leader), which
+/// no client can mend.
+#[test]
+fn a_crowd_of_first_builds_all_lease() {
+    const CROWD: usize = 64;
+    let _serial = serial();
+    let _cluster = cluster();
+    let ns = namespace("crowd");
+    let url = SERVER.url();
+    lease::connect(&url).unwrap().declare_new(&ns).unwrap();
+    let started = Instant::now();
+    let outcomes: Vec<Result<u64, String>> = thread::scope(|scope| {
+        let builds: Vec<_> = (0..CROWD)
+            .map(|_| {
+                scope.spawn(|| {
+                    let registry = lease::connect(&url).map_err(|e| e.to_string())?;
+                    let lease = Lease::new(registry, &ns).ttl(Duration::from_secs(3));
+                    let built = Builder::new()
+                        .layout(Layout::TWITTER)
+                        .lease(lease)
+                        .build_atomic();
+                    built.map(|g| g.worker()).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        builds.into_iter().map(|b| b.join().unwrap()).collect()
+    });
+    let failed: Vec<&String> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    let workers: HashSet<u64> = outcomes
+        .iter()
+        .filter_map(|o| o.as_ref().ok())
+        .copied()
+        .collect();
+    println!(
+        "{CROWD} first builds at once: {} failed, {} distinct worker ids, in {:?}",
+        failed.len(),
+        workers.len(),
+        started.elapsed()
+    );
+    assert!(
+        failed.is_empty(),
+        "{} of {CROWD} builds failed, the first: {}",
+        failed.len(),
+        failed[0]
+    );
+    assert_eq!(workers.len(), CROWD, "two builds were given one id");
+}

@@ -134,11 +134,12 @@ impl Keeping {
         }
     }
 
-    /// The bound of an acquisition's or a release's calls: the call timeout
-    /// on an open connection, the registry's own to open one.
+    /// The bound of an acquisition's or a release's calls, which no fence
+    /// hurries: the registry's own, so that a registry slow to answer costs
+    /// them time rather than a failure and a retry that adds to its load.
     fn budget(&self) -> Budget {
         Budget {
-            reused: self.call_timeout,
+            reused: DEFAULT_TIMEOUT,
             fresh: DEFAULT_TIMEOUT,
         }
     }

@@ -234,7 +234,7 @@
 //! | call | blocks the calling thread |
 //! | --- | --- |
 //! | `Builder::build_async` (feature `tokio`) | never: it awaits the acquisition, then tokio's timer |
-//! | `Builder::build_*`, `build` | until the lease is acquired: a few registry round trips, each within the timeout, and more while other builds take the ids it chose (at most 32 races lost, with random pauses under 64 ms); then, if the previous holder's fence lies ahead, until it is within `max_wait` (at most [`Lease::start_wait`]) |
+//! | `Builder::build_*`, `build` | until the lease is acquired: a few registry round trips, each within the timeout, and more while other builds take the ids it chose (a race lost to another build is progress: it may lose one per id of the namespace, with random pauses under 64 ms, but only 32 in a row that nobody won); with etcd and a password, a login queued behind many others may take 12 s more; then, if the previous holder's fence lies ahead, until it is within `max_wait` (at most [`Lease::start_wait`]) |
 //! | [`next_id`](crate::IdGenerator::next_id) and the other issuing calls | never for the registry: one load and one compare; waits for the clock as without a lease |
 //! | [`shutdown`](crate::IdGenerator::shutdown) | never: it tells the lease's thread, which releases within the timeout |
 //! | dropping the generator | until the registry confirmed the release, at most [`Lease::release_wait`] (1 s by default); never on a tokio runtime's thread |

@@ -12,12 +12,22 @@ use super::backend::LeaseError;
 use super::backend::Record;
 use super::backend::{Expect, NewRecord, RecordState, Registry, Snapshot};
 
-/// How many times in a row an acquisition may lose a race before it gives
-/// up. Builds that start together (a deployment's pods, a shell loop of
-/// `flakegen new &`) first all choose the same id, and the unluckiest loses
-/// once to each of the others: with the backoff below, 32 covers hundreds
-/// of contenders at once.
+/// How many times in a row an acquisition may lose a race that nobody won
+/// before it gives up: a registry whose swaps fail while its records stay
+/// as they were is stuck, not contended.
+///
+/// A race lost to another acquisition is progress, and does not count:
+/// builds that start together (a deployment's pods, a shell loop of
+/// `flakegen new &`) first all choose the same id, and the unluckiest
+/// loses once to each of the others, however many. Those are bounded by
+/// the ids there are to win ([`MAX_RACES`]).
 const ATTEMPTS: u32 = 32;
+
+/// The most races an acquisition may lose in all, won by others or not:
+/// [`ATTEMPTS`] beyond one per id of the namespace, at most this. Each id
+/// taken by a winner is one fewer to race for, so only generators that
+/// keep releasing and leasing again could make a build lose more.
+const MAX_RACES: u64 = 1 << 12;
 
 /// The longest pause after a lost race. Each pause is random, below
 /// `1 ms << losses` up to this: contenders that chose alike spread out
@@ -402,15 +412,28 @@ pub(crate) fn acquire(
 ) -> Result<Grant, LeaseError> {
     let prefer = lost.map(|l| l.worker);
     let mut slices = terms.workers.div_ceil(FRESH_SLICE);
+    let max_races = terms
+        .workers
+        .saturating_add(u64::from(ATTEMPTS))
+        .min(MAX_RACES);
     let mut attempts = 0;
-    let mut races = 0;
-    while attempts < ATTEMPTS {
+    let mut races: u32 = 0;
+    let mut all_races: u64 = 0;
+    // The race last lost: the id, what its swap expected, and the
+    // high-water mark it was chosen under.
+    let mut last_lost: Option<(Choice, u64)> = None;
+    while attempts < ATTEMPTS && all_races < max_races {
         if races > 0 {
             std::thread::sleep(backoff(races));
         }
         let now = now_ms();
         let snapshot = registry.read(terms.namespace, terms.workers, prefer)?;
         attempts += 1;
+        if let Some((lost_to, high_water)) = last_lost.take() {
+            if won_by_another(&snapshot, &lost_to, high_water) {
+                attempts -= 1;
+            }
+        }
         terms.check_skew(now, snapshot.server_unix_millis)?;
         let marker_unix_millis = match snapshot.marker_unix_millis {
             Some(marker) => marker,
@@ -418,8 +441,11 @@ pub(crate) fn acquire(
         };
         if snapshot.fresh_taken(marker_unix_millis) {
             // A read of several steps saw the high-water mark, then a
-            // record written past it by an acquisition racing this one.
-            races += 1;
+            // record written past it by an acquisition racing this one:
+            // another won.
+            races = races.saturating_add(1);
+            all_races += 1;
+            attempts -= 1;
             continue;
         }
         let choice = match terms.choose(&snapshot, marker_unix_millis, now, prefer) {
@@ -466,7 +492,9 @@ pub(crate) fn acquire(
             }
             // Another acquisition (or a loss) came between: look again.
             Ok(None) => {
-                races += 1;
+                races = races.saturating_add(1);
+                all_races += 1;
+                last_lost = Some((choice, snapshot.high_water));
                 continue;
             }
             Err(e) => {
@@ -490,8 +518,19 @@ pub(crate) fn acquire(
     }
     Err(LeaseError::Contended {
         namespace: terms.namespace.to_owned(),
-        attempts: ATTEMPTS,
+        attempts: u32::try_from(all_races).unwrap_or(u32::MAX),
     })
+}
+
+/// Whether `snapshot`, read after losing the race for `lost_to` (chosen
+/// under the high-water mark `high_water`), shows that another won it: the
+/// marker moved, the mark rose, or the id's record is no longer the one
+/// the swap expected.
+fn won_by_another(snapshot: &Snapshot, lost_to: &Choice, high_water: u64) -> bool {
+    let record = snapshot.records.iter().find(|r| r.worker == lost_to.worker);
+    snapshot.marker_unix_millis != Some(lost_to.expect.marker_unix_millis)
+        || snapshot.high_water != high_water
+        || record.map(|r| r.version) != lost_to.expect.version
 }
 
 impl Holding {
@@ -1012,30 +1051,77 @@ mod tests {
         crate::clock::units::unix_millis(std::time::SystemTime::now())
     }
 
+    /// A registry whose swaps fail with nobody winning: stuck.
+    struct Stuck {
+        inner: crate::lease::MemoryRegistry,
+        swaps: std::sync::atomic::AtomicU32,
+    }
+
+    impl Registry for Stuck {
+        fn read(
+            &self,
+            ns: &str,
+            workers: u64,
+            prefer: Option<u64>,
+        ) -> Result<Snapshot, LeaseError> {
+            self.inner.read(ns, workers, prefer)
+        }
+        fn mark(&self, ns: &str) -> Result<u64, LeaseError> {
+            self.inner.mark(ns)
+        }
+        fn swap(
+            &self,
+            _: &str,
+            _: u64,
+            _: Expect,
+            _: &NewRecord<'_>,
+        ) -> Result<Option<u64>, LeaseError> {
+            self.swaps.fetch_add(1, Ordering::Relaxed);
+            Ok(None)
+        }
+    }
+
     #[test]
     fn an_acquisition_outlasts_a_crowd_choosing_alike() {
-        // As the last of 21 builds that started together: 20 races lost,
-        // each to a build that took the id it chose.
+        // As the last of 41 builds that started together: 40 races lost,
+        // more than `ATTEMPTS`, each to a build that took the id it chose.
         let t = Terms {
             workers: 64,
             ..terms()
         };
-        let registry = outraced(20);
+        let registry = outraced(ATTEMPTS + 8);
         let grant = acquire(&registry, &t, "me", now_ms, None).unwrap();
-        assert_eq!(grant.holding.worker, 20);
+        assert_eq!(grant.holding.worker, u64::from(ATTEMPTS + 8));
     }
 
     #[test]
-    fn an_acquisition_that_always_loses_gives_up_in_bounded_tries() {
+    fn an_acquisition_that_others_always_win_ends_when_the_ids_do() {
         let t = Terms {
-            workers: 1024,
+            workers: 8,
             ..terms()
         };
         let registry = outraced(u32::MAX);
         match acquire(&registry, &t, "me", now_ms, None) {
+            Err(LeaseError::AllHeld { held, .. }) => assert_eq!(held, 8),
+            other => panic!("expected AllHeld, got {other:?}"),
+        }
+        assert_eq!(u32::MAX - registry.left.load(Ordering::Relaxed), 8);
+    }
+
+    #[test]
+    fn an_acquisition_whose_swaps_fail_with_nobody_winning_gives_up_in_bounded_tries() {
+        let t = Terms {
+            workers: 1024,
+            ..terms()
+        };
+        let registry = Stuck {
+            inner: crate::lease::MemoryRegistry::new(),
+            swaps: std::sync::atomic::AtomicU32::new(0),
+        };
+        match acquire(&registry, &t, "me", now_ms, None) {
             Err(e @ LeaseError::Contended { attempts, .. }) => {
                 assert_eq!(attempts, ATTEMPTS);
-                assert_eq!(u32::MAX - registry.left.load(Ordering::Relaxed), ATTEMPTS);
+                assert_eq!(registry.swaps.load(Ordering::Relaxed), ATTEMPTS);
                 assert!(e.to_string().contains("build again"), "{e}");
             }
             other => panic!("expected Contended, got {other:?}"),

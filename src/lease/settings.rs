@@ -152,19 +152,21 @@ impl Lease {
         self
     }
 
-    /// How long a registry call on a connection already open may wait for
-    /// its answer before the connection is taken for dead and the call made
-    /// again on a new one. Default: a fifth of the TTL, at most
-    /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) (3 s).
+    /// How long a renewal's call on a connection already open may wait for
+    /// its answer before the connection is taken for dead and the renewal
+    /// made again, at once, on a new one. Default: a fifth of the TTL, at
+    /// most [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) (3 s).
     ///
-    /// A renewal's call is bounded tighter still, by the time left before
-    /// the fence: on an open connection it gives up once half of that is
-    /// spent (or this timeout, if sooner), and is made again at once on a new
-    /// connection, which may take the rest. So a connection that dies
-    /// without a word (a peer gone, a NAT entry expired) costs a retry, not
-    /// a refusal, as long as the registry answers a new connection before
-    /// the fence. A call that opens a connection may take up to
-    /// `DEFAULT_TIMEOUT`.
+    /// The call is bounded tighter still by the time left before the fence:
+    /// it gives up once half of that is spent (or this timeout, if sooner),
+    /// so that the retry, on a new connection, has the other half. So a
+    /// connection that dies without a word (a peer gone, a NAT entry
+    /// expired) costs a retry, not a refusal, as long as the registry
+    /// answers a new connection before the fence. Opening a connection, and
+    /// the calls of acquisitions and releases, which no fence hurries, keep
+    /// `DEFAULT_TIMEOUT`: a slow registry costs them time, not a failure. A
+    /// build whose open connection does not answer in that time leases
+    /// again on a new one.
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = Some(timeout);
         self

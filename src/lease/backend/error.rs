@@ -108,7 +108,7 @@ pub enum LeaseError {
     Contended {
         /// The namespace.
         namespace: String,
-        /// How many times it tried.
+        /// How many races it lost.
         attempts: u32,
     },
     /// A record in the registry is not one flakegen wrote.
@@ -308,8 +308,9 @@ impl fmt::Display for LeaseError {
                 attempts,
             } => write!(
                 f,
-                "{attempts} acquisitions in lease namespace {namespace:?} in a row lost a race \
-                 with other generators: build again"
+                "the acquisition in lease namespace {namespace:?} lost {attempts} races, the \
+                 last of them with nobody winning: the registry's swaps fail while its records \
+                 stay as they were, or generators keep releasing and leasing again: build again"
             ),
             LeaseError::Corrupt { address, detail } => write!(
                 f,

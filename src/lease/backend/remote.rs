@@ -85,6 +85,9 @@ pub(crate) struct Remote<C> {
     runtime: Option<Runtime>,
     /// At most [`MAX_IDLE`], the last one given back on top.
     idle: Mutex<Vec<Connected<C>>>,
+    /// How much longer than a call's bound opening a connection may take:
+    /// a login the server makes slow on purpose.
+    login: Duration,
 }
 
 /// The idle connections a registry keeps: calls rarely overlap (each
@@ -107,7 +110,17 @@ impl<C: Send> Remote<C> {
             speaks,
             runtime: Some(runtime),
             idle: Mutex::new(Vec::new()),
+            login: Duration::ZERO,
         })
+    }
+
+    /// Gives opening a connection `allowance` more than a call's bound, for
+    /// a login that costs the server a password hash: many clients logging
+    /// in at once queue on its CPU, and each would time out together.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn with_login(mut self, allowance: Duration) -> Self {
+        self.login = allowance;
+        self
     }
 
     /// Runs `call` on an idle connection, or on one it opens with `open`,
@@ -142,7 +155,7 @@ impl<C: Send> Remote<C> {
             let (client, result) = call(client).await;
             (Some(Connected { client, driver }), result)
         };
-        let timeout = budget::timeout(opening);
+        let timeout = budget::timeout(opening) + if opening { self.login } else { Duration::ZERO };
         let bounded = async { tokio::time::timeout(timeout, work).await };
         let outcome = self.block_on(bounded);
         // A connection that never opened may be to another server's port:

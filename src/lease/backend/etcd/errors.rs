@@ -19,6 +19,10 @@ impl EtcdRegistry {
                 address,
                 source: said("every member closed the connection"),
             },
+            gateway::Error::Unanswered => LeaseError::Unreachable {
+                address,
+                source: said("no member answers"),
+            },
             gateway::Error::Io(e) => {
                 // A TLS port closes a connection that speaks plain text; so
                 // does a member going away. Only the first answers in TLS.

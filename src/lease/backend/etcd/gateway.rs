@@ -34,6 +34,8 @@ pub(super) enum Error {
     /// The connection was closed while idle (the member restarted):
     /// nothing was sent on it, so a new one may send the request.
     Stale,
+    /// No member answered a status request while a call waited.
+    Unanswered,
 }
 
 impl std::fmt::Display for Error {
@@ -43,6 +45,7 @@ impl std::fmt::Display for Error {
             Error::Protocol(what) => f.write_str(what),
             Error::Status { message, .. } => f.write_str(message),
             Error::Stale => f.write_str("the member closed the connection while it was idle"),
+            Error::Unanswered => f.write_str("no member answers"),
         }
     }
 }
@@ -119,6 +122,11 @@ impl Gateway {
             host: endpoint.to_owned(),
             token: None,
         })
+    }
+
+    /// The member's `host:port`.
+    pub(super) fn endpoint(&self) -> &str {
+        &self.host
     }
 
     /// Logs in as `user`: every later call carries the token, which any
@@ -291,6 +299,12 @@ impl Txn {
         self.compare
             .push(json!({"key": base64(key.as_bytes()), "target": "CREATE",
             "result": "EQUAL", "create_revision": revision.to_string()}));
+    }
+
+    /// Whether it only reads: asking it again changes nothing.
+    pub(super) fn reads_only(&self) -> bool {
+        let reads = |ops: &[Value]| ops.iter().all(|op| op.get("request_range").is_some());
+        reads(&self.success) && reads(&self.failure)
     }
 
     pub(super) fn body(&self) -> Value {

@@ -5,21 +5,20 @@ mod gateway;
 mod history;
 mod http;
 mod inspect;
+mod records;
 mod session;
 mod url;
 
 use std::collections::BTreeSet;
-use std::fmt;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 
-use serde_json::{Value, json};
-
-use self::gateway::{Gateway, Kv, Txn};
-use self::history::{Keys, Seen};
+use self::gateway::{Gateway, Txn};
+use self::history::Seen;
+use self::records::{Filed, Found, pad};
 use self::url::percent_encode;
 use super::remote::Remote;
-use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, TimeBase};
+use super::{Expect, LeaseError, NewRecord, Registry, Snapshot, TimeBase};
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
 
@@ -126,103 +125,6 @@ const SLICE: u64 = 256;
 /// The clock this registry's times are read from: its host's.
 fn now_ms() -> u64 {
     floor_millis(SystemClock.unix_nanos())
-}
-
-/// A number as keys hold it: zero-padded to 20 digits, so that keys sort
-/// as numbers.
-fn pad(n: u64) -> String {
-    format!("{n:020}")
-}
-
-/// The records of a snapshot, each id once.
-#[derive(Default)]
-struct Found {
-    records: Vec<Record>,
-    listed: BTreeSet<u64>,
-}
-
-impl Found {
-    fn add(&mut self, record: Record) {
-        if self.listed.insert(record.worker) {
-            self.records.push(record);
-        }
-    }
-}
-
-impl EtcdRegistry {
-    fn corrupt(&self, detail: String) -> LeaseError {
-        LeaseError::Corrupt {
-            address: self.remote.address.clone(),
-            detail,
-        }
-    }
-
-    /// A record from its JSON value.
-    fn record(&self, worker: u64, value: &[u8]) -> Result<Record, LeaseError> {
-        let corrupt = |detail: String| self.corrupt(format!("worker {worker}'s record: {detail}"));
-        let v: Value = serde_json::from_slice(value).map_err(|e| corrupt(e.to_string()))?;
-        let field = |name: &str| {
-            v[name]
-                .as_u64()
-                .ok_or_else(|| corrupt(format!("its {name} is missing or not a number")))
-        };
-        Ok(Record {
-            worker,
-            holder: v["holder"]
-                .as_str()
-                .ok_or_else(|| corrupt("it has no holder".into()))?
-                .to_owned(),
-            version: field("version")?,
-            marker_unix_millis: field("marker")?,
-            expires_unix_millis: field("expires")?,
-            fence_unix_millis: field("fence")?,
-        })
-    }
-
-    /// The record a key holds, its worker id read from the key.
-    fn record_of(&self, kv: &Kv) -> Result<Record, LeaseError> {
-        self.record(self.worker_of(&kv.key)?, &kv.value)
-    }
-
-    /// The worker id at the end of a key.
-    fn worker_of(&self, key: &str) -> Result<u64, LeaseError> {
-        key.rsplit('/')
-            .next()
-            .and_then(|id| id.parse().ok())
-            .ok_or_else(|| self.corrupt(format!("the key {key:?} names no worker id")))
-    }
-
-    /// The index key a record is filed under.
-    fn index_key(
-        keys: &Keys,
-        worker: u64,
-        marker: u64,
-        holder: &str,
-        expires: u64,
-        fence: u64,
-    ) -> String {
-        if holder.is_empty() {
-            format!("{}{}/{}", keys.free(marker), pad(fence), pad(worker))
-        } else {
-            format!("{}{}/{}", keys.held(marker), pad(expires), pad(worker))
-        }
-    }
-
-    /// Drops index entries whose records are gone or written since: each
-    /// only while the record is as it was read, so that an entry filed
-    /// again meanwhile stays. Best effort: a read finds a stale one again.
-    fn drop_stale(&self, keys: &Keys, stale: &[(String, u64, u64)]) -> Result<(), LeaseError> {
-        for (index_key, worker, revision) in stale {
-            let mut txn = Txn::new();
-            match revision {
-                0 => txn.created_at(&keys.record(*worker), 0),
-                &revision => txn.modified_at(&keys.record(*worker), revision),
-            }
-            txn.delete(index_key);
-            self.txn(&txn)?;
-        }
-        Ok(())
-    }
 }
 
 impl Registry for EtcdRegistry {
@@ -337,40 +239,18 @@ impl Registry for EtcdRegistry {
         }
         let answer = self.txn(&txn)?;
         let mut unrecorded: Vec<u64> = gap.into_iter().collect();
-        let mut stale = Vec::new();
-        for ((worker, index_key), get) in entries.into_iter().zip(gets) {
-            let kv = self.kv(&answer, get)?;
-            let record = kv.as_ref().map(|kv| self.record_of(kv)).transpose()?;
-            let filed = record.as_ref().is_some_and(|r| {
-                r.marker_unix_millis == marker
-                    && index_key
-                        == Self::index_key(
-                            &keys,
-                            worker,
-                            marker,
-                            &r.holder,
-                            r.expires_unix_millis,
-                            r.fence_unix_millis,
-                        )
-            });
-            if filed {
-                found.add(record.expect("filed"));
-                continue;
-            }
-            stale.push((index_key, worker, kv.map_or(0, |kv| kv.mod_revision)));
-            match record {
-                Some(record) if record.marker_unix_millis == marker => found.add(record),
-                record => {
-                    if worker < top && !unrecorded.contains(&worker) {
-                        unrecorded.push(worker);
-                    }
-                    if let Some(record) = record {
-                        found.add(record);
-                    }
-                }
-            }
-        }
-        self.drop_stale(&keys, &stale)?;
+        let filed = Filed {
+            keys: &keys,
+            marker,
+            top,
+        };
+        self.reconcile(
+            &filed,
+            &answer,
+            entries.into_iter().zip(gets),
+            &mut found,
+            &mut unrecorded,
+        )?;
         Ok(Snapshot {
             server_unix_millis: now,
             marker_unix_millis: Some(marker),
@@ -469,14 +349,7 @@ impl Registry for EtcdRegistry {
         } else {
             now.saturating_add(record.ttl_millis)
         };
-        let value = json!({
-            "holder": record.holder,
-            "version": record.version,
-            "marker": marker,
-            "expires": expires,
-            "fence": record.fence_unix_millis,
-        })
-        .to_string();
+        let value = records::value(record, marker, expires);
         let new_index = Self::index_key(
             &keys,
             worker,
@@ -573,15 +446,5 @@ impl Registry for EtcdRegistry {
 
     fn inspect(&self) -> Option<&dyn super::Inspect> {
         Some(self)
-    }
-}
-
-impl fmt::Debug for EtcdRegistry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("EtcdRegistry")
-            .field("endpoints", &self.endpoints)
-            .field("prefix", &self.prefix)
-            .field("tls", &self.tls.is_some())
-            .finish_non_exhaustive()
     }
 }

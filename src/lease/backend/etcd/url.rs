@@ -3,6 +3,7 @@
 
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use super::super::probe::Speaks;
 use super::super::remote::Remote;
@@ -12,6 +13,14 @@ use crate::lease::LeaseError;
 
 /// What each failure's message tells a user to check, in this registry's
 /// own URL terms.
+/// How much longer than a call's bound a connection that logs in may take
+/// to open. A login costs the member a bcrypt hash of the password (about
+/// 70 ms of its CPU at etcd's default cost), and logins at once share the
+/// members' cores, so each takes about as long as all: 128 at once take
+/// about 6 s on two cores, and would all time out together at the call's
+/// bound of 3 s.
+const LOGIN_ALLOWANCE: Duration = Duration::from_secs(12);
+
 pub(super) const TLS_FIX: &str = "check the CA file (sslrootcert=<file>; the system's CAs without one), \
      that the members' certificates name the hosts in the URL, and that the ports take TLS";
 pub(super) const TLS_REQUIRED_FIX: &str = "use an etcds:// URL";
@@ -27,7 +36,14 @@ impl EtcdRegistry {
     /// host name against the system's CAs, or against those in the PEM file
     /// `?sslrootcert=<file>` names. With credentials, the client
     /// authenticates (etcd's auth); the user's role needs `readwrite` on
-    /// the prefix.
+    /// the prefix. It logs in once, and its new connections carry the token
+    /// where the cluster signs them (`--auth-token jwt,...`). A login costs
+    /// the member a bcrypt hash (about 70 ms of its CPU at the default
+    /// cost), so many clients that start at once queue on it: a login may
+    /// take 12 s past the call's timeout while the cluster has a leader (128
+    /// first builds at once, on two cores that also run all three members:
+    /// 32 s, every one leased). etcd's JSON gateway takes no client
+    /// certificate in place of a login.
     ///
     /// # Errors
     ///
@@ -105,8 +121,12 @@ impl EtcdRegistry {
                 Some(Arc::new(config))
             }
         };
+        let mut remote = Remote::new(endpoints.join(","), Speaks::Http)?;
+        if credentials.is_some() {
+            remote = remote.with_login(LOGIN_ALLOWANCE);
+        }
         Ok(EtcdRegistry {
-            remote: Remote::new(endpoints.join(","), Speaks::Http)?,
+            remote,
             endpoints,
             prefix,
             credentials,
@@ -147,6 +167,16 @@ pub(super) fn percent_decode(text: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+impl std::fmt::Debug for EtcdRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdRegistry")
+            .field("endpoints", &self.endpoints)
+            .field("prefix", &self.prefix)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

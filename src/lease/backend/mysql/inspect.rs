@@ -6,7 +6,8 @@ use mysql_async::{Conn, Row};
 
 use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport};
 use super::super::remote::Failure;
-use super::{COLUMNS, MARK_IN_FORCE, MysqlRegistry, NOW_MS};
+use super::MysqlRegistry;
+use super::statements::{COLUMNS, MARK_IN_FORCE, NOW_MS};
 use crate::lease::LeaseError;
 
 /// Whether both tables exist, in a statement's result.

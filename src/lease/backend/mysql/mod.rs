@@ -3,14 +3,17 @@
 mod errors;
 mod inspect;
 mod session;
+mod statements;
 mod url;
-
-use std::fmt;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, Row};
 
 use self::session::Session;
+use self::statements::{
+    COLUMNS, DECLARE_NEW, GAP, MARK, MARK_IN_FORCE, NOW_MS, RAISE, SENTINEL, SLICE, SWAP_ADOPT,
+    SWAP_INSERT, SWAP_UPDATE,
+};
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
 use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
@@ -139,112 +142,6 @@ pub struct MysqlRegistry {
     remote: Remote<Session>,
 }
 
-/// The server's clock in ms, rounded down: expiry is judged no later than it is.
-const NOW_MS: &str = "FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000)";
-
-/// What a marker vouches for, as the server names its history now: the
-/// server that confirms writes, when the lease table was created (in
-/// seconds: a new table, or a logical restore, changes it), and the token
-/// of the table's sentinel row (`worker` -1), which `TRUNCATE` or a
-/// `DELETE` of every row takes away. Refers to the lease table: only in
-/// statements that know it exists.
-macro_rules! stamp {
-    () => {
-        "CONCAT(@@server_id, '/', @@hostname, ':', @@port, '/', \
-         COALESCE((SELECT UNIX_TIMESTAMP(CREATE_TIME) FROM information_schema.TABLES \
-         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'flakegen_leases'), 'none'), '/', \
-         COALESCE((SELECT holder FROM flakegen_leases WHERE namespace = '' AND worker = -1), 'none'))"
-    };
-}
-
-/// Writes the table's sentinel row where it is missing, with a token no
-/// other table had: a table's data begins with it.
-const SENTINEL: &str = "INSERT IGNORE INTO flakegen_leases (namespace, worker, holder, fence_ms) \
-     VALUES ('', -1, UUID(), 0)";
-
-/// The namespace `?`'s marker in force, its high-water mark and cursor.
-const MARK_IN_FORCE: &str = concat!(
-    "SELECT marker_ms, high_water, cursor_at FROM flakegen_namespaces WHERE namespace = ? \
-     AND stamp = ",
-    stamp!()
-);
-
-/// How many ids below the high-water mark a read looks at for records gone.
-const SLICE: i64 = 256;
-
-/// The columns of a record, in the order [`MysqlRegistry::record`] reads them.
-const COLUMNS: &str = "worker, COALESCE(holder, ''), version, marker_ms, expires_ms, fence_ms";
-
-/// The lowest id in `[?, ?)` with no record under the marker `?` of the
-/// namespace `?`.
-const GAP: &str = "WITH RECURSIVE s (w) AS (SELECT CAST(? AS SIGNED) UNION ALL \
-     SELECT w + 1 FROM s WHERE w + 1 < ?) \
-     SELECT MIN(s.w) FROM s LEFT JOIN flakegen_leases l \
-     ON l.namespace = ? AND l.worker = s.w AND l.marker_ms = ? WHERE l.worker IS NULL";
-
-/// A renewal: the record at its version, under the marker it was written
-/// under, which is joined in as it is now (a current read).
-const SWAP_UPDATE: &str = concat!(
-    "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
-     AND m.marker_ms = ? AND m.stamp = ",
-    stamp!(),
-    " SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
-     l.expires_ms = ?, l.fence_ms = ? \
-     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms = m.marker_ms"
-);
-
-/// A record at its version written under another marker, taken under the
-/// one in force, whose high-water mark it raises in the same statement.
-const SWAP_ADOPT: &str = concat!(
-    "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
-     AND m.marker_ms = ? AND m.stamp = ",
-    stamp!(),
-    " SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
-     l.expires_ms = ?, l.fence_ms = ?, m.high_water = GREATEST(m.high_water, l.worker + 1) \
-     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms <> m.marker_ms"
-);
-
-/// The high-water mark raised past a worker, under the marker in force:
-/// before a record is inserted, never after.
-const RAISE: &str = concat!(
-    "UPDATE flakegen_namespaces SET high_water = GREATEST(high_water, ? + 1) \
-     WHERE namespace = ? AND marker_ms = ? AND stamp = ",
-    stamp!()
-);
-
-/// A record where none is, under the marker in force.
-const SWAP_INSERT: &str = concat!(
-    "INSERT INTO flakegen_leases \
-     (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
-     SELECT ?, ?, NULLIF(?, ''), ?, m.marker_ms, ?, ? FROM flakegen_namespaces m \
-     WHERE m.namespace = ? AND m.marker_ms = ? AND m.stamp = ",
-    stamp!()
-);
-
-/// Writes the namespace's marker where none is in force: the server's
-/// clock, rounded up, and later than one of another history it replaces,
-/// with a high-water mark of 0 (the assignments run left to right: the
-/// stamp last).
-const MARK: &str = concat!(
-    "INSERT INTO flakegen_namespaces (namespace, marker_ms, stamp) \
-     VALUES (?, CEIL(UNIX_TIMESTAMP(NOW(6)) * 1000), ",
-    stamp!(),
-    ") ON DUPLICATE KEY UPDATE \
-     marker_ms = IF(stamp = VALUES(stamp), marker_ms, GREATEST(VALUES(marker_ms), marker_ms + 1)), \
-     high_water = IF(stamp = VALUES(stamp), high_water, 0), \
-     cursor_at = IF(stamp = VALUES(stamp), cursor_at, 0), \
-     stamp = VALUES(stamp)"
-);
-
-/// Writes the namespace's marker as 0, where it has no marker row and no
-/// record.
-const DECLARE_NEW: &str = concat!(
-    "INSERT IGNORE INTO flakegen_namespaces (namespace, marker_ms, stamp) \
-     SELECT ?, 0, ",
-    stamp!(),
-    " FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM flakegen_leases WHERE namespace = ?)"
-);
-
 type Sql<T> = Result<T, Failure<mysql_async::Error>>;
 
 impl MysqlRegistry {
@@ -313,14 +210,6 @@ impl MysqlRegistry {
             .await?;
         }
         Ok((gap, start > 0 || stop < top))
-    }
-}
-
-impl fmt::Debug for MysqlRegistry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MysqlRegistry")
-            .field("address", &self.remote.address)
-            .finish_non_exhaustive()
     }
 }
 

@@ -7,7 +7,8 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder, Row};
 
 use super::super::remote::{Connected, Failure};
-use super::{MysqlRegistry, SENTINEL};
+use super::MysqlRegistry;
+use super::statements::SENTINEL;
 use crate::lease::LeaseError;
 
 /// How long asking a server this one replicates from whether it takes

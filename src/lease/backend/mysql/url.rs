@@ -133,3 +133,11 @@ impl MysqlRegistry {
         })
     }
 }
+
+impl std::fmt::Debug for MysqlRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MysqlRegistry")
+            .field("address", &self.remote.address)
+            .finish_non_exhaustive()
+    }
+}

@@ -3,7 +3,8 @@
 
 use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport};
 use super::super::remote::Failure;
-use super::{MARK_IN_FORCE, NOW_MS, PostgresRegistry};
+use super::PostgresRegistry;
+use super::statements::{MARK_IN_FORCE, NOW_MS};
 use crate::lease::LeaseError;
 
 impl Inspect for PostgresRegistry {

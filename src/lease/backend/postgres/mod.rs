@@ -3,16 +3,15 @@
 mod errors;
 mod inspect;
 mod session;
+mod statements;
 mod url;
-
-use std::fmt;
-use std::sync::LazyLock;
 
 use tokio_postgres::Config;
 use tokio_postgres::Row;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use self::session::Session;
+use self::statements::{CANDIDATES, DECLARE_NEW, HEAD, MARK, MARK_IN_FORCE, SENTINEL};
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
 use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
@@ -107,172 +106,6 @@ pub struct PostgresRegistry {
     remote: Remote<Session>,
 }
 
-/// The server's clock in ms, rounded down: expiry is judged no later than it is.
-const NOW_MS: &str = "floor(extract(epoch from clock_timestamp()) * 1000)::bigint";
-
-/// The server's clock in ms, rounded up: a marker is never earlier than the loss.
-const CEIL_NOW_MS: &str = "ceil(extract(epoch from clock_timestamp()) * 1000)::bigint";
-
-/// What a marker vouches for, as the server names its history now: the
-/// cluster's system identifier, its timeline (from the name of the WAL file
-/// it writes to; `standby` while in recovery), the lease table (its oid,
-/// which a new table changes) and the token of the table's sentinel row
-/// (`worker` -1), which `TRUNCATE` or a `DELETE` of every row takes away.
-/// Refers to the lease table: only in statements that know it exists.
-macro_rules! stamp {
-    () => {
-        "((SELECT system_identifier FROM pg_control_system())::text || '/' || \
-          CASE WHEN pg_is_in_recovery() THEN 'standby' \
-               ELSE substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) END || '/' || \
-          coalesce(to_regclass('flakegen_leases')::oid::text, 'none') || '/' || \
-          coalesce((SELECT holder FROM flakegen_leases WHERE namespace = '' AND worker = -1), 'none'))"
-    };
-}
-const STAMP: &str = stamp!();
-
-/// Writes the table's sentinel row where it is missing, with a token no
-/// other table had: a table's data begins with it.
-const SENTINEL: &str = "INSERT INTO flakegen_leases (namespace, worker, holder, fence_ms) \
-     VALUES ('', -1, md5(random()::text || clock_timestamp()::text), 0) ON CONFLICT DO NOTHING";
-
-/// How many ids below the high-water mark a read looks at for records gone.
-const SLICE: i64 = 256;
-
-/// The namespace `$1`'s marker in force and its high-water mark, if any.
-static MARK_IN_FORCE: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "SELECT marker_ms, high_water, cursor_at FROM flakegen_namespaces \
-         WHERE namespace = $1 AND stamp = {STAMP}"
-    )
-});
-
-/// The server's clock, the marker in force and the high-water mark, and
-/// the lowest id below the mark (and `$2` workers) in a slice from the
-/// cursor with no record under the marker; the cursor moves there, or
-/// past the slice (back to 0 past the mark). `$1` namespace, `$2` workers.
-static HEAD: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH m AS ({mark}), \
-           slice AS (SELECT CASE WHEN m.cursor_at < least(m.high_water, $2::bigint) \
-                            THEN m.cursor_at ELSE 0 END AS start, \
-                            least(m.high_water, $2::bigint) AS top FROM m), \
-           bounds AS (SELECT start, least(start + {SLICE}, top) AS stop, top FROM slice), \
-           gap AS (SELECT min(w) AS w FROM ( \
-               SELECT g AS w FROM bounds, generate_series(bounds.start, bounds.stop - 1) g \
-               EXCEPT \
-               SELECT l.worker FROM flakegen_leases l, bounds, m \
-               WHERE l.namespace = $1 AND l.worker >= bounds.start AND l.worker < bounds.stop \
-                 AND l.marker_ms = m.marker_ms) unrecorded), \
-           next AS (SELECT CASE WHEN coalesce(gap.w, b.stop) >= b.top THEN 0 \
-                                ELSE coalesce(gap.w, b.stop) END AS at FROM gap, bounds b), \
-           moved AS (UPDATE flakegen_namespaces SET cursor_at = next.at FROM next \
-             WHERE namespace = $1 AND cursor_at <> next.at) \
-         SELECT {NOW_MS} AS now_ms, m.marker_ms, coalesce(m.high_water, 0) AS high_water, \
-                gap.w AS gap, coalesce(b.start > 0 OR b.stop < b.top, false) AS more \
-         FROM (SELECT 1) one LEFT JOIN m ON true LEFT JOIN bounds b ON true \
-           LEFT JOIN gap ON true",
-        mark = &*MARK_IN_FORCE,
-    )
-});
-
-/// The records an acquisition chooses from: the free one with the earliest
-/// fence and a few expired ones under the marker (through the partial
-/// indexes), and those of the preferred id, the id at the high-water mark
-/// and the gap found. `$1` namespace, `$2` workers, `$3` marker (-1: none),
-/// `$4` the server's now, `$5` the preferred id, `$6` the mark, `$7` the gap.
-const CANDIDATES: &str = "\
-    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
-     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
-       AND holder IS NULL AND marker_ms = $3 ORDER BY fence_ms, worker LIMIT 1) \
-    UNION ALL \
-    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
-     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
-       AND holder IS NOT NULL AND marker_ms = $3 AND expires_ms <= $4 \
-     ORDER BY expires_ms LIMIT 4) \
-    UNION ALL \
-    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
-     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
-       AND worker IN ($5, $6, $7))";
-
-/// A swap's new expiry: none for a free record (`$7` 0), else the server's
-/// clock plus the TTL.
-static EXPIRY: LazyLock<String> =
-    LazyLock::new(|| format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END"));
-
-/// The namespace's marker row at `$3` and in force, its high-water mark
-/// raised past `$2`: held against a new marker until the statement ends.
-static RAISED: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "UPDATE flakegen_namespaces SET high_water = greatest(high_water, $2::bigint + 1) \
-         WHERE namespace = $1 AND marker_ms = $3 AND stamp = {STAMP} RETURNING 1"
-    )
-});
-
-/// A renewal: the record at version `$4`, under the marker `$3`, which is
-/// held with `FOR SHARE` (a `TRUNCATE` waits for the swap's lock on the
-/// table).
-static SWAP_UPDATE: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH marker AS (SELECT 1 FROM flakegen_namespaces WHERE namespace = $1 \
-           AND marker_ms = $3 AND stamp = {STAMP} FOR SHARE) \
-         UPDATE flakegen_leases SET holder = NULLIF($5::text, ''), version = $6, \
-         marker_ms = $3, expires_ms = {expiry}, fence_ms = $8 \
-         WHERE namespace = $1 AND worker = $2 AND version = $4 AND marker_ms = $3 \
-         AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}",
-        expiry = &*EXPIRY,
-    )
-});
-
-/// A record at version `$4` written under another marker, taken under `$3`.
-static SWAP_ADOPT: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH marker AS ({raised}) \
-         UPDATE flakegen_leases SET holder = NULLIF($5::text, ''), version = $6, \
-         marker_ms = $3, expires_ms = {expiry}, fence_ms = $8 \
-         WHERE namespace = $1 AND worker = $2 AND version = $4 AND marker_ms <> $3 \
-         AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}",
-        raised = &*RAISED,
-        expiry = &*EXPIRY,
-    )
-});
-
-/// A record where none is (`$4` NULL), under the marker `$3`.
-static SWAP_INSERT: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "WITH marker AS ({raised}) INSERT INTO flakegen_leases \
-         (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
-         SELECT $1, $2, NULLIF($5::text, ''), $6, $3, {expiry}, $8 \
-         WHERE EXISTS (SELECT 1 FROM marker) AND $4::bigint IS NULL \
-         ON CONFLICT DO NOTHING RETURNING {NOW_MS}",
-        raised = &*RAISED,
-        expiry = &*EXPIRY,
-    )
-});
-
-/// Writes the namespace `$1`'s marker where none is in force: the server's
-/// clock, rounded up, and later than one of another history it replaces,
-/// with a high-water mark of 0. Returns nothing where one is in force.
-static MARK: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO flakegen_namespaces AS m (namespace, marker_ms, stamp) \
-         VALUES ($1, {CEIL_NOW_MS}, {STAMP}) ON CONFLICT (namespace) DO UPDATE \
-         SET marker_ms = greatest(excluded.marker_ms, m.marker_ms + 1), \
-             stamp = excluded.stamp, high_water = 0, cursor_at = 0 \
-         WHERE m.stamp <> excluded.stamp RETURNING marker_ms"
-    )
-});
-
-/// Writes the namespace `$1`'s marker as 0, where it has no marker row and
-/// no record.
-static DECLARE_NEW: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO flakegen_namespaces (namespace, marker_ms, stamp) \
-         SELECT $1, 0, {STAMP} \
-         WHERE NOT EXISTS (SELECT 1 FROM flakegen_leases WHERE namespace = $1) \
-         ON CONFLICT (namespace) DO NOTHING RETURNING 1"
-    )
-});
-
 impl PostgresRegistry {
     /// The tables the registry keeps leases and their markers in, created
     /// on first use.
@@ -305,14 +138,6 @@ impl PostgresRegistry {
             expires_unix_millis: self.unsigned(row, "expires_ms")?,
             fence_unix_millis: self.unsigned(row, "fence_ms")?,
         })
-    }
-}
-
-impl fmt::Debug for PostgresRegistry {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PostgresRegistry")
-            .field("address", &self.remote.address)
-            .finish_non_exhaustive()
     }
 }
 

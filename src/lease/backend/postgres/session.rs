@@ -7,7 +7,8 @@ use std::sync::Arc;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::super::remote::{Connected, Failure, Remote};
-use super::{PostgresRegistry, SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
+use super::PostgresRegistry;
+use super::statements::{SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
 use crate::lease::LeaseError;
 
 /// A connection, and whether it was made ready to lease on: the server

@@ -144,3 +144,11 @@ fn lowercase_scheme(url: &str) -> std::borrow::Cow<'_, str> {
         _ => url.into(),
     }
 }
+
+impl std::fmt::Debug for PostgresRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresRegistry")
+            .field("address", &self.remote.address)
+            .finish_non_exhaustive()
+    }
+}

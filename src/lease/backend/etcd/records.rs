@@ -1,0 +1,185 @@
+//! A record's JSON, and the index entries that file it: free records
+//! under their marker by fence, held ones by expiry. A read finds records
+//! through their entries and checks each against the record it names.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::EtcdRegistry;
+use super::gateway::{Answer, Get, Kv, Txn};
+use super::history::Keys;
+use crate::lease::LeaseError;
+use crate::lease::backend::{NewRecord, Record};
+
+/// A record's JSON value, as [`EtcdRegistry::record`] reads it.
+pub(super) fn value(record: &NewRecord<'_>, marker: u64, expires: u64) -> String {
+    serde_json::json!({
+        "holder": record.holder,
+        "version": record.version,
+        "marker": marker,
+        "expires": expires,
+        "fence": record.fence_unix_millis,
+    })
+    .to_string()
+}
+
+/// A number as keys hold it: zero-padded to 20 digits, so that keys sort
+/// as numbers.
+pub(super) fn pad(n: u64) -> String {
+    format!("{n:020}")
+}
+
+/// The records of a snapshot, each id once.
+#[derive(Default)]
+pub(super) struct Found {
+    pub(super) records: Vec<Record>,
+    listed: BTreeSet<u64>,
+}
+
+impl Found {
+    pub(super) fn add(&mut self, record: Record) {
+        if self.listed.insert(record.worker) {
+            self.records.push(record);
+        }
+    }
+}
+
+impl EtcdRegistry {
+    pub(super) fn corrupt(&self, detail: String) -> LeaseError {
+        LeaseError::Corrupt {
+            address: self.remote.address.clone(),
+            detail,
+        }
+    }
+
+    /// A record from its JSON value.
+    pub(super) fn record(&self, worker: u64, value: &[u8]) -> Result<Record, LeaseError> {
+        let corrupt = |detail: String| self.corrupt(format!("worker {worker}'s record: {detail}"));
+        let v: Value = serde_json::from_slice(value).map_err(|e| corrupt(e.to_string()))?;
+        let field = |name: &str| {
+            v[name]
+                .as_u64()
+                .ok_or_else(|| corrupt(format!("its {name} is missing or not a number")))
+        };
+        Ok(Record {
+            worker,
+            holder: v["holder"]
+                .as_str()
+                .ok_or_else(|| corrupt("it has no holder".into()))?
+                .to_owned(),
+            version: field("version")?,
+            marker_unix_millis: field("marker")?,
+            expires_unix_millis: field("expires")?,
+            fence_unix_millis: field("fence")?,
+        })
+    }
+
+    /// The record a key holds, its worker id read from the key.
+    pub(super) fn record_of(&self, kv: &Kv) -> Result<Record, LeaseError> {
+        self.record(self.worker_of(&kv.key)?, &kv.value)
+    }
+
+    /// The worker id at the end of a key.
+    pub(super) fn worker_of(&self, key: &str) -> Result<u64, LeaseError> {
+        key.rsplit('/')
+            .next()
+            .and_then(|id| id.parse().ok())
+            .ok_or_else(|| self.corrupt(format!("the key {key:?} names no worker id")))
+    }
+
+    /// The index key a record is filed under.
+    pub(super) fn index_key(
+        keys: &Keys,
+        worker: u64,
+        marker: u64,
+        holder: &str,
+        expires: u64,
+        fence: u64,
+    ) -> String {
+        if holder.is_empty() {
+            format!("{}{}/{}", keys.free(marker), pad(fence), pad(worker))
+        } else {
+            format!("{}{}/{}", keys.held(marker), pad(expires), pad(worker))
+        }
+    }
+
+    /// Drops index entries whose records are gone or written since: each
+    /// only while the record is as it was read, so that an entry filed
+    /// again meanwhile stays. Best effort: a read finds a stale one again.
+    pub(super) fn drop_stale(
+        &self,
+        keys: &Keys,
+        stale: &[(String, u64, u64)],
+    ) -> Result<(), LeaseError> {
+        for (index_key, worker, revision) in stale {
+            let mut txn = Txn::new();
+            match revision {
+                0 => txn.created_at(&keys.record(*worker), 0),
+                &revision => txn.modified_at(&keys.record(*worker), revision),
+            }
+            txn.delete(index_key);
+            self.txn(&txn)?;
+        }
+        Ok(())
+    }
+}
+
+/// What an index entry must match to file its record: the namespace's
+/// keys, the marker in force, and the top of the ids in play.
+pub(super) struct Filed<'a> {
+    pub(super) keys: &'a Keys,
+    pub(super) marker: u64,
+    pub(super) top: u64,
+}
+
+impl EtcdRegistry {
+    /// Checks each index entry (its worker id and key) against the record
+    /// `answer` got for it: one that files its record adds it to `found`;
+    /// one that does not is dropped, and its record, if under another
+    /// marker or gone, leaves its id `unrecorded` when below the top.
+    pub(super) fn reconcile(
+        &self,
+        filed: &Filed<'_>,
+        answer: &Answer,
+        entries: impl Iterator<Item = ((u64, String), Get)>,
+        found: &mut Found,
+        unrecorded: &mut Vec<u64>,
+    ) -> Result<(), LeaseError> {
+        let Filed { keys, marker, top } = *filed;
+        let mut stale = Vec::new();
+        for ((worker, index_key), get) in entries {
+            let kv = self.kv(answer, get)?;
+            let record = kv.as_ref().map(|kv| self.record_of(kv)).transpose()?;
+            let files = record.as_ref().is_some_and(|r| {
+                r.marker_unix_millis == marker
+                    && index_key
+                        == Self::index_key(
+                            keys,
+                            worker,
+                            marker,
+                            &r.holder,
+                            r.expires_unix_millis,
+                            r.fence_unix_millis,
+                        )
+            });
+            if files {
+                found.add(record.expect("filed"));
+                continue;
+            }
+            stale.push((index_key, worker, kv.map_or(0, |kv| kv.mod_revision)));
+            match record {
+                Some(record) if record.marker_unix_millis == marker => found.add(record),
+                record => {
+                    if worker < top && !unrecorded.contains(&worker) {
+                        unrecorded.push(worker);
+                    }
+                    if let Some(record) = record {
+                        found.add(record);
+                    }
+                }
+            }
+        }
+        self.drop_stale(keys, &stale)
+    }
+}
