@@ -41,9 +41,12 @@ pub enum FieldOrder {
 /// | [`DISCORD`](Layout::DISCORD) | 42 | 10 (5 worker + 5 process) | 12 | 1 ms | 2015-01-01 | 4,096,000 | 2154-05-15 |
 /// | [`SONYFLAKE`](Layout::SONYFLAKE) | 39 | 16, *below* the sequence | 8 | 10 ms | 2014-09-01 | 25,600 | 2188-11-16 |
 /// | [`INSTAGRAM`](Layout::INSTAGRAM) | 41 | 13 (shard) | 10 | 1 ms | 2011-08-24T21:07:01.721Z | 1,024,000 | 2081-04-30 |
+/// | [`JAVASCRIPT`](Layout::JAVASCRIPT) | 38 | 8 | 7 | 10 ms | 2025-01-01 | 12,800 | 2112-02-09 |
 ///
 /// Discord and Instagram use all 64 bits, so their IDs pass `i64::MAX` (and stop
 /// fitting a signed `BIGINT`) halfway through their lifetime: in 2084 and 2046.
+/// `JAVASCRIPT` uses 53, so every ID it makes is a number JavaScript holds
+/// exactly (see [IDs in JSON](crate#ids-in-json)).
 ///
 /// A layout is `Copy` and its constructors are `const`, so it can live in a
 /// `const` or `static`.
@@ -289,6 +292,26 @@ impl Layout {
         .epoch_unix_millis(1_314_220_021_721)
         .build_const();
 
+    /// A layout whose every ID a JavaScript `number` holds exactly: 53 bits
+    /// in all (`Number.MAX_SAFE_INTEGER` is 2⁵³ − 1), 38 bits of 10 ms
+    /// units since 2025-01-01, 8 worker bits, 7 sequence bits. 87 years
+    /// (to 2112), 256 workers, 12,800 IDs/s each.
+    ///
+    /// Why these: a browser that reads an ID from JSON as a number rounds
+    /// anything above 2⁵³ without a word, so the bits are 53; sonyflake's
+    /// 10 ms unit buys the lifetime back (1 ms units would give 69 years or
+    /// 16 workers); 256 workers cover a fleet that leases them; and 128 IDs
+    /// per 10 ms per worker is more than one web entity (an order, a post)
+    /// needs. Serialise its IDs with `flakegen::serde::as_safe_number`
+    /// (feature `serde`) to send them as JSON numbers.
+    pub const JAVASCRIPT: Layout = Layout::builder()
+        .timestamp_bits(38)
+        .worker_bits(8)
+        .sequence_bits(7)
+        .unit(Duration::from_millis(10))
+        .epoch_unix_millis(1_735_689_600_000)
+        .build_const();
+
     /// Starts a custom layout, with [`Layout::TWITTER`]'s settings as defaults.
     pub const fn builder() -> LayoutBuilder {
         LayoutBuilder {
@@ -319,6 +342,25 @@ impl Layout {
     /// Order of the worker and sequence fields.
     pub const fn field_order(&self) -> FieldOrder {
         self.order
+    }
+
+    /// How far up a field sits: the number of bits below it. With the
+    /// field's width, what a decoder in another language needs (`flakegen
+    /// sql` prints database functions from them).
+    ///
+    /// ```
+    /// use flakegen::{Field, Layout};
+    ///
+    /// assert_eq!(Layout::TWITTER.shift(Field::Timestamp), 22);
+    /// assert_eq!(Layout::TWITTER.shift(Field::Worker), 12);
+    /// assert_eq!(Layout::SONYFLAKE.shift(Field::Sequence), 16); // above the machine id
+    /// ```
+    pub const fn shift(&self, field: Field) -> u32 {
+        match field {
+            Field::Timestamp => self.worker_bits + self.sequence_bits,
+            Field::Worker => self.worker_shift,
+            Field::Sequence => self.sequence_shift,
+        }
     }
 
     /// Bits used in all; IDs of a layout with fewer than 64 never set the rest.
@@ -463,6 +505,56 @@ impl Layout {
     /// ```
     pub fn timestamp_at(&self, time: SystemTime) -> u64 {
         self.units_since_epoch(unix_nanos(time))
+    }
+
+    /// The lowest ID this layout gives at or after `time`: the first of
+    /// its unit, worker and sequence 0. With [`last_id_at`](Self::last_id_at),
+    /// the bounds of a range query on an ID column (`WHERE id BETWEEN
+    /// first AND last`), which an index on the IDs answers; `flakegen sql`
+    /// prints the same as database functions. A time before the epoch gives
+    /// the first ID of all.
+    ///
+    /// # Errors
+    ///
+    /// [`IdError`] when `time` lies past the layout's end.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use flakegen::{Layout, Snowflake};
+    ///
+    /// let nine = UNIX_EPOCH + Duration::from_millis(1_539_162_000_000); // 2018-10-10T09:00Z
+    /// let ten = nine + Duration::from_secs(3600);
+    /// let (first, last) = (Layout::TWITTER.first_id_at(nine)?, Layout::TWITTER.last_id_at(ten)?);
+    /// // Posted 2018-10-10T20:19Z: outside 09:00 to 10:00.
+    /// let id = Snowflake::from_u64(1_050_118_621_198_921_728);
+    /// assert!(!(first..=last).contains(&id));
+    /// assert!(first < last);
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub fn first_id_at(&self, time: SystemTime) -> Result<Snowflake, IdError> {
+        let timestamp = self.timestamp_at(time);
+        self.compose(Fields {
+            timestamp,
+            worker: 0,
+            sequence: 0,
+        })
+    }
+
+    /// The highest ID this layout gives at or before `time`: the last of
+    /// its unit, every worker and sequence bit set. A time before the
+    /// epoch gives the last ID of the first unit.
+    ///
+    /// # Errors
+    ///
+    /// [`IdError`] when `time` lies past the layout's end.
+    pub fn last_id_at(&self, time: SystemTime) -> Result<Snowflake, IdError> {
+        self.compose(Fields {
+            timestamp: self.timestamp_at(time),
+            worker: self.max_worker(),
+            sequence: self.max_sequence(),
+        })
     }
 
     // ---- crate-internal arithmetic for the generators ----
@@ -679,6 +771,49 @@ mod tests {
             (fields.worker >> 5, fields.worker & 31, fields.sequence),
             (1, 0, 7)
         );
+    }
+
+    #[test]
+    fn first_and_last_ids_bound_every_id_of_their_unit() {
+        use crate::layout_text::PRESETS;
+        for (name, layout) in PRESETS {
+            let start = layout.epoch() + layout.unit() * 1_000_003;
+            for step in [0u32, 1, 7, 999] {
+                let t = start + layout.unit() * step + layout.unit() / 2;
+                let (first, last) = (
+                    layout.first_id_at(t).unwrap(),
+                    layout.last_id_at(t).unwrap(),
+                );
+                for (worker, sequence) in
+                    [(0, 0), (layout.max_worker(), layout.max_sequence()), (1, 2)]
+                {
+                    let timestamp = layout.timestamp_at(t);
+                    let id = layout
+                        .compose(Fields {
+                            timestamp,
+                            worker,
+                            sequence,
+                        })
+                        .unwrap();
+                    assert!(
+                        first <= id && id <= last,
+                        "{name}: {id} outside {first}..={last}"
+                    );
+                }
+                let next = layout.first_id_at(t + layout.unit()).unwrap();
+                assert_eq!(
+                    next.as_u64(),
+                    last.as_u64() + 1,
+                    "{name}: units are adjacent"
+                );
+            }
+            assert_eq!(
+                layout.first_id_at(UNIX_EPOCH).unwrap().as_u64(),
+                0,
+                "{name}"
+            );
+            assert!(layout.first_id_at(layout.exhausted_at()).is_err(), "{name}");
+        }
     }
 
     #[test]

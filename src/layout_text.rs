@@ -8,16 +8,28 @@ use std::time::Duration;
 use crate::layout::{FieldOrder, Layout, LayoutError};
 
 /// The presets, by the names their text form uses.
-pub(crate) const PRESETS: [(&str, Layout); 4] = [
+pub(crate) const PRESETS: [(&str, Layout); 5] = [
     ("twitter", Layout::TWITTER),
     ("discord", Layout::DISCORD),
     ("sonyflake", Layout::SONYFLAKE),
     ("instagram", Layout::INSTAGRAM),
+    ("javascript", Layout::JAVASCRIPT),
 ];
 
 impl Layout {
+    /// Every preset, with the name its text form uses.
+    ///
+    /// ```
+    /// use flakegen::Layout;
+    ///
+    /// assert!(Layout::presets().contains(&("javascript", Layout::JAVASCRIPT)));
+    /// ```
+    pub fn presets() -> &'static [(&'static str, Layout)] {
+        &PRESETS
+    }
+
     /// The preset's name (`"twitter"`, `"discord"`, `"sonyflake"`,
-    /// `"instagram"`) if this layout is one of them.
+    /// `"instagram"`, `"javascript"`) if this layout is one of them.
     pub fn preset_name(&self) -> Option<&'static str> {
         PRESETS
             .iter()
@@ -222,7 +234,7 @@ pub enum ParseLayoutError {
 
 impl fmt::Display for ParseLayoutError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const FORM: &str = "a preset (twitter, discord, sonyflake, instagram) or fields such as \
+        const FORM: &str = "a preset (twitter, discord, sonyflake, instagram, javascript) or fields such as \
              \"timestamp_bits=41,worker_bits=10,sequence_bits=12,unit=1ms,\
              epoch_unix_millis=1288834974657,field_order=worker-sequence\"";
         match self {

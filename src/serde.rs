@@ -31,8 +31,10 @@
 //! Deserialising accepts either a string or a number, so existing data keeps
 //! loading.
 //!
-//! For a field that must be a JSON number (a consumer that is not a
-//! browser), use [`as_number`]:
+//! For a field that must be a JSON number, use [`as_safe_number`] where a
+//! browser reads it (IDs of [`Layout::JAVASCRIPT`]: an ID a JavaScript
+//! `number` would round is refused), or [`as_number`] where no browser
+//! does:
 //!
 //! ```
 //! # #[cfg(feature = "serde")] {
@@ -219,6 +221,68 @@ pub mod as_number {
     ///
     /// Whatever the serializer reports.
     pub fn serialize<S: Serializer>(id: &Snowflake, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(id.as_u64())
+    }
+
+    /// Reads the ID from a number, or from a decimal string in human-readable formats.
+    ///
+    /// # Errors
+    ///
+    /// A deserializer error for anything else, including negative numbers.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Snowflake, D::Error> {
+        Snowflake::deserialize(deserializer)
+    }
+}
+
+/// The largest integer a JavaScript `number` holds exactly,
+/// `Number.MAX_SAFE_INTEGER`: 2⁵³ − 1.
+pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// Serialises a [`Snowflake`] as a number, and refuses one that a
+/// JavaScript `number` cannot hold exactly (above [`MAX_SAFE_INTEGER`]):
+/// for IDs of [`Layout::JAVASCRIPT`](crate::Layout::JAVASCRIPT), or of any
+/// layout of at most 53 bits, that a browser reads as numbers. An ID of a
+/// wider layout is an error at the server, never a rounded ID in the
+/// browser: send those as strings (the default). Deserialises a number or
+/// a string. Use with `#[serde(with = "flakegen::serde::as_safe_number")]`.
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use flakegen::{AtomicGenerator, Builder, IdGenerator, Layout, Snowflake};
+///
+/// #[derive(serde::Serialize)]
+/// struct Order {
+///     #[serde(with = "flakegen::serde::as_safe_number")]
+///     id: Snowflake,
+/// }
+///
+/// let ids = Builder::new().layout(Layout::JAVASCRIPT).worker(3).build_atomic()?;
+/// let order = Order { id: ids.next_id()? };
+/// assert!(serde_json::to_string(&order).unwrap().starts_with(r#"{"id":"#));
+///
+/// // A Twitter-layout ID is above 2^53: refused, not rounded.
+/// let wide = Order { id: Snowflake::from_u64(1_050_118_621_198_921_728) };
+/// assert!(serde_json::to_string(&wide).is_err());
+/// # }
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+pub mod as_safe_number {
+    use super::*;
+
+    /// Writes the ID as a `u64`, if JavaScript holds it exactly.
+    ///
+    /// # Errors
+    ///
+    /// A serializer error for an ID above [`MAX_SAFE_INTEGER`], and
+    /// whatever the serializer reports.
+    pub fn serialize<S: Serializer>(id: &Snowflake, serializer: S) -> Result<S::Ok, S::Error> {
+        if id.as_u64() > MAX_SAFE_INTEGER {
+            return Err(::serde::ser::Error::custom(format_args!(
+                "ID {id} is above 2^53 - 1, which a JavaScript number holds exactly: a \
+                 browser would read another ID; send it as a string (Snowflake's default \
+                 form), or make IDs with a layout of 53 bits (Layout::JAVASCRIPT)"
+            )));
+        }
         serializer.serialize_u64(id.as_u64())
     }
 

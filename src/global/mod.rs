@@ -10,7 +10,7 @@
 //! | --- | --- |
 //! | `FLAKEGEN_WORKER_ID` | the worker id, unique among the running processes of the layout |
 //! | `FLAKEGEN_LEASE_URL`, `FLAKEGEN_LEASE_NAMESPACE` | or: lease one from this registry (see [`lease::connect`]), among the generators of this namespace |
-//! | `FLAKEGEN_LAYOUT` | the layout: `twitter` (the default), `discord`, `sonyflake`, `instagram`, or a custom one's fields (`worker_bits=8,sequence_bits=14`) |
+//! | `FLAKEGEN_LAYOUT` | the layout: `twitter` (the default), `discord`, `sonyflake`, `instagram`, `javascript`, or a custom one's fields (`worker_bits=8,sequence_bits=14`) |
 //! | `FLAKEGEN_STRATEGY` | `atomic` (the default), `mutex` or `ticker` |
 //!
 //! A leased generator gives its id back when the process exits (on Linux,
