@@ -235,6 +235,7 @@ macro_rules! suite {
             each_generator_gets_its_own_id_until_all_are_held,
             builds_racing_in_a_new_namespace_each_get_an_id,
             a_released_id_is_taken_over_at_once_above_the_last_id,
+            a_restarted_generator_takes_back_the_id_it_released,
             a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued,
             an_expired_lease_is_taken_over_at_or_after_its_fence,
             a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back,

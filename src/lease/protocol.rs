@@ -35,6 +35,11 @@ const MAX_RACES: u64 = 1 << 12;
 /// handful of swaps per id taken rather than one per contender.
 const BACKOFF_MAX: Duration = Duration::from_millis(64);
 
+/// How far ahead a free record's fence may lie and still count as passed
+/// when choosing: a release sets it just past the last ID (a unit), so a
+/// generator rebuilt at once takes its old id back, after that short wait.
+const RELEASED_GRACE_MS: u64 = 100;
+
 /// The fewest ids a registry looks through per read for ids below the
 /// high-water mark whose records are gone, while it says `Snapshot::more`:
 /// bounds how often an acquisition that finds nothing else reads again.
@@ -240,9 +245,13 @@ impl Terms<'_> {
     }
 
     /// The id to take: `prefer` if it is free (a generator healing takes
-    /// its old id back if it can); else, among the free ones, the one whose
-    /// fence has passed on the holder's clock, else the earliest fence;
-    /// ties to the lowest id. The free ones are the snapshot's records that
+    /// its old id back if it can); else, among the free ones whose fence has
+    /// passed on the holder's clock (a released one's may lie up to
+    /// [`RELEASED_GRACE_MS`] ahead), one with a record before one without
+    /// (a released id is taken again before a fresh one, so the registry
+    /// keeps as many records as generators ran at once, and a restarted
+    /// process takes back the id its predecessor gave up), the lowest
+    /// first; else the earliest fence, then the lowest id. The free ones are the snapshot's records that
     /// are not held under `marker_unix_millis`, the ids it found below the
     /// high-water mark with no record, the high-water mark itself, and
     /// `prefer` if it has no record (the registry returns those that
@@ -256,13 +265,29 @@ impl Terms<'_> {
         now_ms: u64,
         prefer: Option<u64>,
     ) -> Result<Choice, u64> {
-        // (not preferred, fence not passed, fence, worker), ordered as the preference.
-        type Preference = (bool, bool, u64, u64);
-        let mut best: Option<(Preference, Option<u64>, StartCause)> = None;
+        // (not preferred, fence not passed, the fence if not passed, no
+        // record, worker), ordered as the preference.
+        type Preference = (bool, bool, u64, bool, u64);
+        let mut best: Option<(Preference, u64, Option<u64>, StartCause)> = None;
         let mut consider = |fence: u64, cause: StartCause, worker: u64, version: Option<u64>| {
-            let key = (prefer != Some(worker), fence > now_ms, fence, worker);
-            if best.is_none_or(|(b, _, _)| key < b) {
-                best = Some((key, version, cause));
+            // A record released a moment ago (its fence just past the
+            // last ID) counts as free now: a process rebuilt at once waits
+            // that moment for its old id rather than take a fresh one.
+            let grace = if version.is_some() {
+                RELEASED_GRACE_MS
+            } else {
+                0
+            };
+            let waits = fence > now_ms.saturating_add(grace);
+            let key = (
+                prefer != Some(worker),
+                waits,
+                if waits { fence } else { 0 },
+                version.is_none(),
+                worker,
+            );
+            if best.is_none_or(|(b, ..)| key < b) {
+                best = Some((key, fence, version, cause));
             }
         };
         let records = || snapshot.records.iter().filter(|r| r.worker < self.workers);
@@ -296,7 +321,7 @@ impl Terms<'_> {
                 consider(fence, cause, worker, None);
             }
         }
-        let ((_, _, fence, worker), version, cause) = best.ok_or(self.workers)?;
+        let ((.., worker), fence, version, cause) = best.ok_or(self.workers)?;
         Ok(Choice {
             worker,
             expect: Expect {
@@ -739,6 +764,22 @@ mod tests {
         };
         assert_eq!(chosen(choice), (1, 12_100, marker));
         assert_eq!(choice.expect.version, None);
+    }
+
+    #[test]
+    fn a_released_id_is_taken_before_a_fresh_one() {
+        let t = terms();
+        // Released at 40 000; the fresh id 1's fence (100 + 10 000 + 2 000)
+        // passed long before: both start now, and the released one wins.
+        let s = snapshot(vec![record(0, "", 0, 40_000)]);
+        let choice = t.choose(&s, 100, 50_000, None).unwrap();
+        assert_eq!(chosen(choice), (0, 40_000, StartCause::Predecessor));
+        // Released a moment ago: its fence just ahead, within the grace.
+        let choice = t.choose(&s, 100, 40_000 - RELEASED_GRACE_MS, None).unwrap();
+        assert_eq!(choice.worker, 0);
+        // Further ahead, the fresh id starts sooner.
+        let choice = t.choose(&s, 100, 20_000, None).unwrap();
+        assert_eq!(choice.worker, 1);
     }
 
     #[test]
