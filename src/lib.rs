@@ -95,6 +95,8 @@
 //! [narrow conditions](worker#when-the-host-part-of-an-address-is-unique).
 //! Replicas of a Deployment have random pod names and recycled addresses:
 //! lease their ids from a registry ([below](#worker-ids-from-a-registry)).
+//! [On Kubernetes](guide::kubernetes) says which to use there, and why not
+//! the cluster's own etcd.
 //!
 //! # Worker ids from a registry
 //!
@@ -157,7 +159,7 @@
 //!
 //! | feature | adds | pulls in |
 //! |---|---|---|
-//! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON, or base32 with `serde::as_base32`), `Layout` (a preset's name, or its fields) and [`Strategy`]: [the `serde` module](crate::serde) | `serde` |
+//! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON, or base32 with `serde::as_base32`), `Layout` (a preset's name, or its fields) and [`Strategy`]: the `flakegen::serde` module | `serde` |
 //! | `postgres` | worker-id leases in a PostgreSQL table (`lease::PostgresRegistry`); [`Snowflake`] as a `BIGINT` for the `postgres` crates (`sql`) | `tokio-postgres`, a small `tokio` runtime driven by the lease's thread |
 //! | `mysql` | worker-id leases in a MySQL or MariaDB table (`lease::MysqlRegistry`) | `mysql_async` (pure Rust, rustls), the same small runtime |
 //! | `redis` | worker-id leases in Redis (`lease::RedisRegistry`) | `redis`, the same small runtime |
@@ -218,7 +220,11 @@
 //! reading `1050118621198921728` as a number gets `1050118621198921700`. Send
 //! IDs as strings, as Twitter's and Discord's APIs do. With the `serde`
 //! feature, [`Snowflake`] serialises as a decimal string in human-readable
-//! formats and as a `u64` in binary ones, and reads either.
+//! formats and as a `u64` in binary ones, and reads either. To send IDs as
+//! JSON numbers a browser reads exactly, make them with
+//! [`Layout::JAVASCRIPT`] (53 bits) and serialise them with
+//! `serde::as_safe_number`, which refuses an ID above 2^53 rather than let
+//! a browser round it.
 //!
 //! ## The ticker's view of the clock
 //!
@@ -238,6 +244,7 @@ mod divisor;
 mod error;
 mod generator;
 pub mod global;
+pub mod guide;
 mod id;
 mod layout;
 mod layout_text;

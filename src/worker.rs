@@ -7,7 +7,7 @@
 //!
 //! - [`from_env`] / [`from_env_var`]: a number the deployment assigns
 //!   (`FLAKEGEN_WORKER_ID=7`). The most explicit, and the safest.
-//! - [`from_hostname`] / [`from_pod_name`]: the ordinal of a Kubernetes
+//! - [`from_ordinal`] / [`from_pod_name`]: the ordinal of a Kubernetes
 //!   StatefulSet pod (`web-7` is 7), unique within the set by construction.
 //! - [`from_private_ipv4`] / [`from_ipv4`]: the host part of the machine's
 //!   private IPv4 address, Sonyflake's default. See below for when that is safe.
@@ -157,33 +157,57 @@ pub fn from_pod_name(name: &str, layout: &Layout) -> Result<u64, WorkerError> {
     check(ORIGIN, worker, layout)
 }
 
-/// The ordinal of this host's name, as [`from_pod_name`]: in a Kubernetes
-/// StatefulSet the host name is the pod name.
+/// This pod's ordinal in a Kubernetes StatefulSet, as [`from_pod_name`]
+/// reads it from the pod's name (`orders-3` is 3): the `HOSTNAME`
+/// variable, which Kubernetes sets to the pod's name, or else the host
+/// name, which it also is. Unique within the set, and stable across
+/// restarts: the simplest worker id there is where pods are a StatefulSet
+/// (see [On Kubernetes](crate::guide::kubernetes)).
 ///
 /// # Errors
 ///
-/// As for [`from_pod_name`], and [`WorkerError`] when the host name
-/// cannot be read.
-pub fn from_hostname(layout: &Layout) -> Result<u64, WorkerError> {
-    let name = hostname().ok_or_else(|| {
+/// As for [`from_pod_name`] (a name with no `-<ordinal>`, as a
+/// Deployment's pods have, or an ordinal the layout cannot hold), and
+/// [`WorkerError`] when no name can be read.
+///
+/// # Examples
+///
+/// ```no_run
+/// use flakegen::{Builder, Layout, worker};
+///
+/// let generator = Builder::new().worker(worker::from_ordinal(&Layout::TWITTER)?).build_atomic()?;
+/// # Ok::<(), flakegen::Error>(())
+/// ```
+pub fn from_ordinal(layout: &Layout) -> Result<u64, WorkerError> {
+    let name = pod_name().ok_or_else(|| {
         WorkerError::new(
             WorkerOrigin::HostName,
-            format!("the host name could not be read: set {ENV_VAR} instead"),
+            format!("neither HOSTNAME nor the host name could be read: set {ENV_VAR} instead"),
         )
     })?;
     from_pod_name(&name, layout)
 }
 
-/// This machine's host name: the kernel's on Linux, else what shells and
-/// Windows put in the environment.
-fn hostname() -> Option<String> {
-    let name = if cfg!(target_os = "linux") {
-        std::fs::read_to_string("/proc/sys/kernel/hostname").ok()
-    } else {
-        ["HOSTNAME", "COMPUTERNAME"]
-            .iter()
-            .find_map(|v| std::env::var(v).ok())
-    };
+/// The ordinal of this host's name: [`from_ordinal`], by its first name.
+///
+/// # Errors
+///
+/// As for [`from_ordinal`].
+pub fn from_hostname(layout: &Layout) -> Result<u64, WorkerError> {
+    from_ordinal(layout)
+}
+
+/// The pod's name: `HOSTNAME` where set (Kubernetes sets it, shells
+/// rarely export it), else the host name: the kernel's on Linux, else
+/// Windows' `COMPUTERNAME`.
+fn pod_name() -> Option<String> {
+    let name = std::env::var("HOSTNAME").ok().or_else(|| {
+        if cfg!(target_os = "linux") {
+            std::fs::read_to_string("/proc/sys/kernel/hostname").ok()
+        } else {
+            std::env::var("COMPUTERNAME").ok()
+        }
+    });
     name.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty())
 }
 

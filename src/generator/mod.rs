@@ -113,7 +113,7 @@ pub trait IdGenerator: Send + Sync {
     /// reserved (a gap if another call reserved since, never a repeat).
     ///
     /// The fast path the async calls are built on (see
-    /// [`AsyncIdGenerator`](crate::AsyncIdGenerator)): where nothing needs
+    /// `AsyncIdGenerator`, feature `tokio`): where nothing needs
     /// waiting it is `next_id`'s own path, which reserves first and judges
     /// after, where [`try_next_id`](Self::try_next_id) judges before it
     /// reserves (a compare-and-swap loop: up to 3× the ticker's cost per
