@@ -119,7 +119,7 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
     }
     findings.print(args.json);
     if findings.0.iter().any(|f| f.level == Level::Fail) {
-        Err(Failed(None))
+        Err(Failed::work(None))
     } else {
         Ok(())
     }

@@ -21,7 +21,7 @@ use crate::show;
         .args(["worker", "worker_from", "lease"]),
 ))]
 pub(crate) struct New {
-    /// Layout: twitter, discord, sonyflake or instagram, or a custom
+    /// Layout: twitter, discord, sonyflake, instagram or javascript, or a custom
     /// layout's fields (worker_bits=8,sequence_bits=14,...).
     #[arg(long, default_value = "twitter")]
     layout: Layout,
@@ -33,18 +33,19 @@ pub(crate) struct New {
     #[arg(long)]
     worker: Option<u64>,
     /// Take the worker id from the deployment instead: env
-    /// (FLAKEGEN_WORKER_ID), hostname (a StatefulSet pod's ordinal) or ip (a
-    /// private IPv4 address's host part).
-    #[arg(long, value_name = "SOURCE", value_parser = ["env", "hostname", "ip"])]
+    /// (FLAKEGEN_WORKER_ID), ordinal (a Kubernetes StatefulSet pod's, from
+    /// HOSTNAME or the host name: orders-3 is 3; hostname is the same) or
+    /// ip (a private IPv4 address's host part).
+    #[arg(long, value_name = "SOURCE", value_parser = ["env", "ordinal", "hostname", "ip"])]
     worker_from: Option<String>,
     #[arg(long, value_name = "URL", requires = "namespace", help = lease_help())]
     lease: Option<String>,
     /// The namespace of the lease, as in `Lease::new(registry, namespace)`.
     #[arg(long, requires = "lease")]
     namespace: Option<String>,
-    /// How many IDs per strategy.
-    #[arg(long, default_value_t = 3)]
-    count: usize,
+    /// How many IDs per strategy: at least 1.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    count: u64,
     /// How to print IDs: decimal, or base32 (Crockford's, 13 characters
     /// that sort as the IDs do).
     #[arg(long, value_enum, default_value_t = Format::Decimal)]
@@ -77,14 +78,22 @@ pub(crate) enum Format {
 #[derive(clap::Args)]
 pub(crate) struct Decode {
     /// The IDs, in decimal or base32; with none, or `-`, one per line from
-    /// stdin (its first word: `flakegen new | flakegen decode` works).
+    /// stdin: its first word, or a JSON object's "id", so that `flakegen
+    /// new | flakegen decode` and `flakegen new --json | flakegen decode`
+    /// work. A line that does not read is named by its number, and the
+    /// rest are decoded.
     ids: Vec<String>,
-    /// The layout they were made with.
+    /// The layout they were made with: twitter, discord, sonyflake,
+    /// instagram or javascript, or a custom layout's fields.
     #[arg(long, default_value = "twitter")]
     layout: Layout,
     /// One JSON object per line.
     #[arg(long)]
     json: bool,
+    /// How to read 13 digits, which are decimal and base32 alike: an ID
+    /// that reads two ways is refused, both readings named, without it.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    read_as: Option<Format>,
 }
 
 /// One line of output: an ID, its fields, and what made or read it.
@@ -167,7 +176,7 @@ pub(crate) fn new(args: &New) -> Result<(), Failed> {
     let (builder, from) = match (&args.lease, args.worker, args.worker_from.as_deref()) {
         (Some(url), _, _) => {
             let namespace = args.namespace.clone().unwrap_or_default();
-            let lease = Lease::new(lease::connect(url)?, namespace);
+            let lease = Lease::new(lease::connect(url).map_err(Failed::lease)?, namespace);
             (builder.lease(lease), "a lease".to_owned())
         }
         (None, Some(worker), _) => (
@@ -176,10 +185,11 @@ pub(crate) fn new(args: &New) -> Result<(), Failed> {
         ),
         (None, None, Some(source)) => {
             let worker = match source {
-                "env" => worker::from_env(&layout)?,
-                "hostname" => worker::from_hostname(&layout)?,
-                _ => worker::from_private_ipv4(&layout)?,
+                "env" => worker::from_env(&layout),
+                "ordinal" | "hostname" => worker::from_ordinal(&layout),
+                _ => worker::from_private_ipv4(&layout),
             };
+            let worker = worker.map_err(|e| Failed::input(e.to_string()))?;
             (
                 builder.worker(worker),
                 format!("worker id {worker} (--worker-from {source})"),
@@ -196,7 +206,10 @@ pub(crate) fn new(args: &New) -> Result<(), Failed> {
     // flakegen keeps generators of one process apart; a leased one gives
     // its id back, and the next leases it again at once.
     for strategy in strategies {
-        let generator = builder.clone().build(strategy)?;
+        let generator = builder.clone().build(strategy).map_err(|e| match e {
+            flakegen::BuildError::WorkerOutOfRange { .. } => Failed::input(e.to_string()),
+            e => Failed::from(e),
+        })?;
         let worker = generator.worker();
         eprintln!("{from}: worker {worker}, strategy {strategy}");
         for _ in 0..args.count {
@@ -207,21 +220,21 @@ pub(crate) fn new(args: &New) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Decodes every ID it can; an ID that does not decode is an error line,
-/// and the status says so, after the rest. An ID whose time lies ahead of
-/// this host's clock gets a warning: it was likely made with another
-/// layout.
+/// Decodes every ID it can; one that does not read or decode is an error
+/// line, named by its line number (or argument), and the status says so
+/// after the rest. An ID whose time lies ahead of this host's clock gets a
+/// warning: it was likely made with another layout.
 pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
     let name = args.layout.to_string();
     let mut failed = false;
     let now = show::unix_millis(std::time::SystemTime::now());
-    let mut one = |text: &str| {
-        let (id, format) = match parse(text) {
+    // Decodes one ID; whether it failed.
+    let one = |place: &str, text: &str| -> bool {
+        let (id, format) = match parse(text, args.read_as) {
             Ok(parsed) => parsed,
             Err(e) => {
-                eprintln!("error: {text}: {e}");
-                failed = true;
-                return;
+                eprintln!("error: {place}: {text}: {e}");
+                return true;
             }
         };
         match Line::new(&args.layout, id, ("layout", &name), format) {
@@ -230,42 +243,91 @@ pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
                 // A minute of slack: clocks disagree that much and more.
                 if line.unix_millis > now.saturating_add(60_000) {
                     eprintln!(
-                        "warning: {text}: its time, {}, lies {} ahead of this host's clock: \
-                         made with another layout? (--layout)",
+                        "warning: {place}: {text}: its time, {}, lies {} ahead of this host's \
+                         clock: made with another layout? (--layout)",
                         show::time(line.unix_millis),
                         show::duration(line.unix_millis - now)
                     );
                 }
+                false
             }
             Err(e) => {
-                eprintln!("error: {text}: {e}");
-                failed = true;
+                eprintln!("error: {place}: {text}: {e}");
+                true
             }
         }
     };
     if args.ids.is_empty() || args.ids == ["-"] {
-        for line in std::io::stdin().lines() {
-            let line = line.map_err(|e| Failed(Some(format!("cannot read stdin: {e}"))))?;
-            if let Some(text) = line.split_whitespace().next() {
-                one(text);
+        let stdin = std::io::stdin().lock();
+        for (number, line) in std::io::BufRead::split(stdin, b'\n').enumerate() {
+            let place = format!("line {}", number + 1);
+            let line = line.map_err(|e| Failed::work(Some(format!("cannot read stdin: {e}"))))?;
+            let Ok(line) = std::str::from_utf8(&line) else {
+                eprintln!("error: {place}: not UTF-8 text");
+                failed = true;
+                continue;
+            };
+            match id_of_line(line) {
+                Ok(Some(text)) => failed |= one(&place, &text),
+                Ok(None) => {}
+                Err(e) => {
+                    eprintln!("error: {place}: {e}");
+                    failed = true;
+                }
             }
         }
     } else {
-        for text in &args.ids {
-            one(text);
+        for (number, text) in args.ids.iter().enumerate() {
+            failed |= one(&format!("argument {}", number + 1), text);
         }
     }
-    if failed { Err(Failed(None)) } else { Ok(()) }
+    if failed {
+        Err(Failed::input(None))
+    } else {
+        Ok(())
+    }
 }
 
-/// An ID in decimal (digits only) or base32 (13 characters), and which.
-fn parse(text: &str) -> Result<(Snowflake, Format), String> {
-    if text.len() == 13 && !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Snowflake::from_base32(text)
-            .map(|id| (id, Format::Base32))
-            .map_err(|e| e.to_string());
+/// The ID a line of input holds: its first word, or, for a JSON object
+/// (`flakegen new --json`), its `id`. `None` for a blank line.
+fn id_of_line(line: &str) -> Result<Option<String>, String> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return Ok(line.split_whitespace().next().map(str::to_owned));
     }
-    text.parse()
-        .map(|id| (id, Format::Decimal))
-        .map_err(|e| format!("{e}; or, in base32, 13 characters"))
+    let object: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
+    match &object["id"] {
+        serde_json::Value::String(id) => Ok(Some(id.clone())),
+        serde_json::Value::Number(id) => Ok(Some(id.to_string())),
+        _ => Err("a JSON object without an \"id\"".to_owned()),
+    }
+}
+
+/// An ID in decimal (digits only) or base32 (13 characters), and which;
+/// `read_as` settles 13 digits, which read both ways.
+fn parse(text: &str, read_as: Option<Format>) -> Result<(Snowflake, Format), String> {
+    let decimal = || text.parse::<Snowflake>().map_err(|e| e.to_string());
+    let base32 = || Snowflake::from_base32(text).map_err(|e| e.to_string());
+    match read_as {
+        Some(Format::Decimal) => return decimal().map(|id| (id, Format::Decimal)),
+        Some(Format::Base32) => return base32().map(|id| (id, Format::Base32)),
+        None => {}
+    }
+    let digits = text.bytes().all(|b| b.is_ascii_digit());
+    match (text.len() == 13, digits) {
+        (true, false) => base32().map(|id| (id, Format::Base32)),
+        (true, true) => match (decimal(), base32()) {
+            (Ok(d), Ok(b)) if d != b => Err(format!(
+                "13 digits read both ways: as decimal, the ID {d}; as base32, the ID {b}: \
+                 say which with --read-as decimal or --read-as base32"
+            )),
+            (Ok(d), _) => Ok((d, Format::Decimal)),
+            (Err(_), Ok(b)) => Ok((b, Format::Base32)),
+            (Err(e), Err(_)) => Err(e),
+        },
+        _ => decimal()
+            .map(|id| (id, Format::Decimal))
+            .map_err(|e| format!("{e}; or, in base32, 13 characters")),
+    }
 }

@@ -8,7 +8,7 @@ use crate::show;
 /// A layout's fields, capacity and end date.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// Layouts: twitter, discord, sonyflake or instagram, or a custom
+    /// Layouts: twitter, discord, sonyflake, instagram or javascript, or a custom
     /// layout's fields (worker_bits=8,sequence_bits=14,...).
     #[arg(default_value = "twitter")]
     layouts: Vec<Layout>,
@@ -83,6 +83,6 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
     if spent.is_empty() {
         Ok(())
     } else {
-        Err(Failed(Some(spent.join("\nerror: "))))
+        Err(Failed::work(Some(spent.join("\nerror: "))))
     }
 }

@@ -81,7 +81,7 @@ pub(crate) struct Init {
 }
 
 fn init(args: &Init) -> Result<(), Failed> {
-    let registry = flakegen::lease::connect(&args.url)?;
+    let registry = flakegen::lease::connect(&args.url).map_err(Failed::lease)?;
     registry.declare_new(&args.namespace)?;
     say!(
         "namespace {:?} declared new in {}: its first generators start at once",
@@ -100,9 +100,9 @@ pub(crate) fn run(args: Args) -> Result<(), Failed> {
     let Some(url) = args.url else {
         unreachable!("clap requires the URL without a subcommand");
     };
-    let registry: Arc<dyn Registry> = flakegen::lease::connect(&url)?;
+    let registry: Arc<dyn Registry> = flakegen::lease::connect(&url).map_err(Failed::lease)?;
     let Some(inspect) = registry.inspect() else {
-        return Err(Failed(Some(
+        return Err(Failed::work(Some(
             "this registry shows nothing to a tool (it does not implement Inspect)".to_owned(),
         )));
     };
@@ -142,7 +142,7 @@ pub(crate) fn run(args: Args) -> Result<(), Failed> {
         } else {
             format!("those here that have one: {}", namespaces.join(", "))
         };
-        return Err(Failed(Some(format!(
+        return Err(Failed::work(Some(format!(
             "namespace {namespace:?}: {}. Check its spelling against the generators' \
              Lease::new ({known})",
             listing.condition()

@@ -58,7 +58,13 @@ impl Numbers {
                 layout.unit()
             )));
         }
-        let mask = |bits: u32| if bits == 0 { 0 } else { u64::MAX >> (64 - bits) };
+        let mask = |bits: u32| {
+            if bits == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - bits)
+            }
+        };
         let timestamp_shift = layout.shift(Field::Timestamp);
         Ok(Numbers {
             timestamp_shift,

@@ -47,14 +47,14 @@ fn decode_says_each_field_in_text_and_json() {
 #[test]
 fn an_id_that_does_not_decode_is_an_error_after_the_rest() {
     let out = flakegen(&["decode", "12x", "1050118621198921728"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         stdout(&out).starts_with("1050118621198921728 "),
         "{}",
         stdout(&out)
     );
     assert!(
-        stderr(&out).contains("error: 12x: invalid id"),
+        stderr(&out).contains("error: argument 1: 12x: invalid id"),
         "{}",
         stderr(&out)
     );
@@ -257,4 +257,157 @@ fn the_help_names_every_registry_of_the_table() {
             );
         }
     }
+}
+
+/// The help of every command that takes a layout names every preset of
+/// the library's.
+#[test]
+fn the_help_names_every_preset_layout() {
+    for args in [
+        &["new", "--help"][..],
+        &["layout", "--help"],
+        &["decode", "--help"],
+    ] {
+        let help = stdout(&flakegen(args));
+        for (name, _) in flakegen::Layout::presets() {
+            assert!(help.contains(name), "{args:?} leaves out {name}: {help}");
+        }
+    }
+}
+
+/// Lines of stdin that do not read are named by their numbers, and the
+/// rest are decoded; the status says the input was wrong.
+#[test]
+fn decode_names_bad_lines_by_number_and_decodes_the_rest() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakegen"))
+        .arg("decode")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"1050118621198921728\n\xff\xfe\nabc\n\n{\"id\":\"1050118621198921728\"}\n1050118621198921729\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), 3, "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(said.contains("line 2: not UTF-8"), "{said}");
+    assert!(said.contains("line 3: abc"), "{said}");
+    assert_eq!(said.lines().count(), 2, "{said}");
+}
+
+/// `flakegen new --json | flakegen decode` decodes what `new` made.
+#[test]
+fn new_in_json_pipes_into_decode() {
+    let made = flakegen(&["new", "--worker", "9", "--count", "2", "--json"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakegen"))
+        .args(["decode", "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&made.stdout).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let decoded: Vec<serde_json::Value> = stdout(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let made: Vec<serde_json::Value> = stdout(&made)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(decoded.len(), 6);
+    for (d, m) in decoded.iter().zip(&made) {
+        assert_eq!((&d["id"], &d["worker"]), (&m["id"], &m["worker"]));
+    }
+}
+
+/// Thirteen digits are decimal and base32 alike: refused with both
+/// readings named, unless `--read-as` says which.
+#[test]
+fn thirteen_digits_that_read_two_ways_are_refused_unless_told() {
+    let out = flakegen(&["decode", "1234567890123"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = stderr(&out);
+    assert!(
+        said.contains("the ID 1234567890123") && said.contains("--read-as"),
+        "{said}"
+    );
+    let base32 = flakegen::Snowflake::from_base32("1234567890123").unwrap();
+    assert!(said.contains(&base32.to_string()), "{said}");
+    let out = flakegen(&["decode", "--read-as", "decimal", "1234567890123"]);
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("1234567890123 "));
+    let out = flakegen(&["decode", "--read-as", "base32", "--json", "1234567890123"]);
+    assert!(out.status.success());
+    assert!(
+        stdout(&out).contains(r#""id":"1234567890123""#),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// `--count 0` is a command-line error, not a quiet nothing.
+#[test]
+fn a_count_of_zero_is_refused() {
+    let out = flakegen(&["new", "--worker", "1", "--count", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--count"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+}
+
+/// Every command's help holds the one table of exit statuses.
+#[test]
+fn every_command_tells_the_same_exit_statuses() {
+    let top = stdout(&flakegen(&["--help"]));
+    let table = &top[top.find("Exit status:").expect("a table in --help")..];
+    for args in [
+        &["new", "--help"][..],
+        &["decode", "--help"],
+        &["layout", "--help"],
+        &["sql", "--help"],
+        &["leases", "--help"],
+        &["leases", "check", "--help"],
+        &["leases", "init", "--help"],
+    ] {
+        let help = stdout(&flakegen(args));
+        assert!(help.contains(table.trim_end()), "{args:?}: {help}");
+    }
+}
+
+/// A StatefulSet pod's ordinal as its worker id: `orders-3` is 3; a name
+/// with no ordinal, or one the layout cannot hold, is refused.
+#[test]
+fn the_worker_id_comes_from_a_statefulset_ordinal() {
+    let new = |hostname: &str| {
+        Command::new(env!("CARGO_BIN_EXE_flakegen"))
+            .args(["new", "--worker-from", "ordinal", "--count", "1", "--json"])
+            .args(["--strategy", "atomic"])
+            .env("HOSTNAME", hostname)
+            .output()
+            .unwrap()
+    };
+    let out = new("orders-3");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(line["worker"], 3);
+    let out = new("orders");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("does not end in -<ordinal>"),
+        "{}",
+        stderr(&out)
+    );
+    let out = new("orders-1024");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("0 to 1023"), "{}", stderr(&out));
 }

@@ -31,10 +31,22 @@ fn url(backend: &str) -> String {
 /// What `flakegen sql` prints for `dialect`, `layout` and `prefix`.
 fn functions(dialect: &str, layout: &str, prefix: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_flakegen"))
-        .args(["sql", "--dialect", dialect, "--layout", layout, "--prefix", prefix])
+        .args([
+            "sql",
+            "--dialect",
+            dialect,
+            "--layout",
+            layout,
+            "--prefix",
+            prefix,
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -66,14 +78,28 @@ fn run(program: &str, args: &[&str], script: &str) -> String {
 
 fn psql(script: &str) -> String {
     let url = url("postgres");
-    run("psql", &[&url, "-qtA", "-v", "ON_ERROR_STOP=1", "-F", " "], script)
+    run(
+        "psql",
+        &[&url, "-qtA", "-v", "ON_ERROR_STOP=1", "-F", " "],
+        script,
+    )
 }
 
 fn mariadb(script: &str) -> String {
     let url = url("mysql");
     let rest = url.split_once('@').unwrap().1;
     let (host, port) = rest.split('/').next().unwrap().split_once(':').unwrap();
-    let args = ["-h", host, "-P", port, "-u", "flakegen", "-pflakegen-test", "-N", "-B"];
+    let args = [
+        "-h",
+        host,
+        "-P",
+        port,
+        "-u",
+        "flakegen",
+        "-pflakegen-test",
+        "-N",
+        "-B",
+    ];
     let mut all = args.to_vec();
     all.push("flakegen");
     run("mariadb", &all, script)
@@ -120,7 +146,11 @@ fn times(layout: &Layout) -> Vec<(SystemTime, Snowflake, Snowflake)> {
     (1..10)
         .map(|tenth| {
             let t = layout.epoch() + life / 10 * tenth + Duration::from_micros(123_457);
-            (t, layout.first_id_at(t).unwrap(), layout.last_id_at(t).unwrap())
+            (
+                t,
+                layout.first_id_at(t).unwrap(),
+                layout.last_id_at(t).unwrap(),
+            )
         })
         .collect()
 }
@@ -180,7 +210,9 @@ fn postgres_decodes_every_preset_as_the_library_does() {
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         for (i, id) in sorted.iter().enumerate() {
-            let line = lines.next().unwrap_or_else(|| panic!("{name}: {i} rows of {COUNT}"));
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("{name}: {i} rows of {COUNT}"));
             assert_eq!(line, expected(layout, *id), "{name}: row {i}");
         }
         for (t, first, last) in times(layout) {
@@ -204,7 +236,11 @@ fn mariadb_decodes_every_preset_as_the_library_does() {
         );
         for chunk in ids.chunks(5_000) {
             let values: Vec<String> = chunk.iter().map(|id| format!("({id})")).collect();
-            let _ = writeln!(script, "INSERT INTO fgtest_ids VALUES {};", values.join(","));
+            let _ = writeln!(
+                script,
+                "INSERT INTO fgtest_ids VALUES {};",
+                values.join(",")
+            );
         }
         let _ = writeln!(
             script,
@@ -224,7 +260,9 @@ fn mariadb_decodes_every_preset_as_the_library_does() {
         let mut sorted = ids.clone();
         sorted.sort_unstable();
         for (i, id) in sorted.iter().enumerate() {
-            let line = lines.next().unwrap_or_else(|| panic!("{name}: {i} rows of {COUNT}"));
+            let line = lines
+                .next()
+                .unwrap_or_else(|| panic!("{name}: {i} rows of {COUNT}"));
             assert_eq!(line, expected(layout, *id), "{name}: row {i}");
         }
         for (t, first, last) in times(layout) {
@@ -241,10 +279,7 @@ fn mariadb_decodes_every_preset_as_the_library_does() {
 fn a_range_between_the_bounds_of_a_time_scans_the_index() {
     let layout = Layout::TWITTER;
     let ids = ids(&layout);
-    let hour = (
-        "2026-11-28 09:00:00",
-        "2026-11-28 10:00:00",
-    );
+    let hour = ("2026-11-28 09:00:00", "2026-11-28 10:00:00");
     let mut script = functions("postgres", "twitter", "fgtest_twitter_");
     let _ = writeln!(
         script,
@@ -273,7 +308,11 @@ fn a_range_between_the_bounds_of_a_time_scans_the_index() {
     );
     for chunk in ids.chunks(5_000) {
         let values: Vec<String> = chunk.iter().map(|id| format!("({id},'x')")).collect();
-        let _ = writeln!(script, "INSERT INTO fgtest_orders VALUES {};", values.join(","));
+        let _ = writeln!(
+            script,
+            "INSERT INTO fgtest_orders VALUES {};",
+            values.join(",")
+        );
     }
     let _ = writeln!(script, "ANALYZE TABLE fgtest_orders;");
     let _ = writeln!(
@@ -301,14 +340,29 @@ fn a_bound_past_a_bigint_is_an_error() {
     let attempt = |program: &str, script: String| {
         let mut child = Command::new(program)
             .args(if program == "psql" {
-                vec![url("postgres"), "-qtA".into(), "-v".into(), "ON_ERROR_STOP=1".into()]
+                vec![
+                    url("postgres"),
+                    "-qtA".into(),
+                    "-v".into(),
+                    "ON_ERROR_STOP=1".into(),
+                ]
             } else {
                 let url = url("mysql");
                 let rest = url.split_once('@').unwrap().1.to_owned();
                 let (host, port) = rest.split('/').next().unwrap().split_once(':').unwrap();
-                ["-h", host, "-P", port, "-u", "flakegen", "-pflakegen-test", "-N", "flakegen"]
-                    .map(str::to_owned)
-                    .to_vec()
+                [
+                    "-h",
+                    host,
+                    "-P",
+                    port,
+                    "-u",
+                    "flakegen",
+                    "-pflakegen-test",
+                    "-N",
+                    "flakegen",
+                ]
+                .map(str::to_owned)
+                .to_vec()
             })
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -316,17 +370,30 @@ fn a_bound_past_a_bigint_is_an_error() {
             .spawn()
             .unwrap();
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(script.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(script.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     };
     let pg = functions("postgres", "instagram", "fgtest_instagram_")
         + &format!("SELECT fgtest_instagram_first_id('{past}+00');\n");
     let out = attempt("psql", pg);
-    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("bigint out of range"));
     let my = functions("mysql", "instagram", "fgtest_instagram_")
         + &format!("SELECT fgtest_instagram_last_id('{past}');\n");
     let out = attempt("mariadb", my);
-    assert!(!out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("Out of range"));
 }
