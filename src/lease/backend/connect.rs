@@ -205,4 +205,53 @@ mod tests {
             }
         }
     }
+
+    /// Text as a reader sees it: words, whatever the line breaks and the
+    /// code marks.
+    fn words(text: &str) -> String {
+        text.replace(['`', '/'], "")
+            .replace("\n//!", " ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The README's table of registries says of each what the table here
+    /// says, word for word, and lists no other; the crate's guide names
+    /// every registry's feature.
+    #[test]
+    fn the_readme_and_the_guide_list_the_registries_of_the_table() {
+        let readme = include_str!("../../../README.md");
+        let rows: Vec<&str> = readme
+            .lines()
+            .filter(|l| l.starts_with("| `") && l.contains("Registry`"))
+            .collect();
+        for kind in REGISTRIES {
+            let row = rows
+                .iter()
+                .find(|r| r.starts_with(&format!("| `{}` (`{}`)", kind.registry, kind.feature)))
+                .unwrap_or_else(|| panic!("the README's table has no row for {}", kind.registry));
+            let row = words(row);
+            for (what, text) in [("detects", kind.detects), ("cannot tell", kind.cannot_tell)] {
+                assert!(
+                    row.contains(&words(text)),
+                    "the README's row for {} says otherwise of what it {what}: {text}",
+                    kind.registry
+                );
+            }
+        }
+        // The table's, and the one for tests.
+        assert_eq!(rows.len(), REGISTRIES.len() + 1, "{rows:#?}");
+        let guide = include_str!("../../lib.rs");
+        let section = &guide[guide.find("# Worker ids from a registry").unwrap()..];
+        let section = words(&section[..section.find("```").unwrap()]);
+        for kind in REGISTRIES {
+            assert!(
+                section.contains(kind.feature) && section.contains(&words(kind.name)),
+                "the crate's guide leaves out {} (feature {})",
+                kind.name,
+                kind.feature
+            );
+        }
+    }
 }
