@@ -196,6 +196,23 @@
 //! | `flakegen_refusals_total` | counter | `kind` | calls refused: `clock_behind`, `lease_lost`, `shut_down`, `timestamp_exhausted`, `would_block` (`try_next_id`) |
 //! | `flakegen_wait_seconds` | histogram | `cause` | waits, and their total time: `unit` (the unit's IDs used up), `ahead` (the IDs lie further ahead of the clock: a step back, `resume_after`, a lease's start), `fence` (at the lease's fence, for a renewal or a new lease); for the async calls, the wait they were told to make |
 //!
+//! # Unsafe code
+//!
+//! The crate denies `unsafe` everywhere but in three files, each of which
+//! says why it is sound beside every use:
+//!
+//! - `src/generator/claims.rs`: calls load the claim in force (worker and
+//!   fence) through a raw pointer published with `Release`, and claims are
+//!   freed only with the generator. It buys a healed lease that moves under
+//!   running callers for one load per call, with no lock or reference count
+//!   on the hot path; a loom model checks the order.
+//! - `src/clock/os.rs`: libc's `clock_gettime` for the coarse and raw
+//!   system-call clocks and `prctl` for the timer slack, which the standard
+//!   library does not offer, and the CPU's `rdtsc` and `cpuid` for
+//!   [`TscClock`](clock::TscClock).
+//! - `src/base32.rs`: `Base32::as_str` skips re-checking 13 bytes it wrote
+//!   from an ASCII alphabet (checking cost twice the encoding).
+//!
 //! # Caveats
 //!
 //! ## One worker id, one generator

@@ -20,3 +20,36 @@ fn the_package_the_readme_and_the_changelog_name_one_version() {
         "the changelog's newest heading, {newest:?}, is not {version}"
     );
 }
+
+/// Every file with `unsafe` in it is in the crate docs' list, and every
+/// file the list names has some.
+#[test]
+fn the_crate_docs_list_every_file_with_unsafe_code() {
+    fn sources(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![];
+    sources(&root.join("src"), &mut files);
+    let docs = std::fs::read_to_string(root.join("src/lib.rs")).unwrap();
+    let section = &docs[docs.find("//! # Unsafe code").unwrap()..];
+    let section = &section[..section.find("//! # Caveats").unwrap()];
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let has = text.contains("unsafe {") || text.contains("unsafe fn");
+        let listed = section.contains(&format!("`{name}`"));
+        assert_eq!(has, listed, "{name}: unsafe {has}, listed {listed}");
+    }
+}

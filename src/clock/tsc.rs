@@ -169,14 +169,15 @@ impl std::fmt::Display for TimeSource {
 ///
 /// # When to use it
 ///
-/// Wherever IDs are taken hot. On this project's 2-core AMD EPYC VM
-/// (`cargo bench -- floor`, two runs of 41 interleaved rounds) a read costs
-/// 9.4–9.5 ns against 21.9 for `SystemClock`, and an ID from an
-/// [`AtomicGenerator`](crate::AtomicGenerator) 9.5 ns against 26.8 (0.35×):
-/// the counter read overlaps the generator's own work, where the vDSO's
-/// fenced read cannot. Where the kernel's clock source is not the TSC but
-/// the counter is still invariant and listed (some hypervisors), it saves a
-/// system call: 159 ns per read here.
+/// Wherever IDs are taken hot: a read is a counter read and a few
+/// multiplications, which overlap the generator's own work, where the
+/// vDSO's fenced read cannot; an ID from an
+/// [`AtomicGenerator`](crate::AtomicGenerator) on it costs about a third of
+/// one on [`SystemClock`](crate::SystemClock). Where the kernel's clock
+/// source is not the TSC but the counter is still invariant and listed
+/// (some hypervisors), it saves a system call per read. `cargo bench --
+/// floor` measures both on your machine; the repository's
+/// `benches/README.md` has this project's runs.
 ///
 /// It is not the default, because it is a different clock from the rest of
 /// the machine's: a thread in every process, a 5 ms start, a time up to

@@ -20,13 +20,11 @@ pub const DEFAULT_SKEW: Duration = Duration::from_secs(2);
 
 /// The shortest TTL a lease accepts: 100 ms. Renewals must keep up with it on a busy
 /// machine: each must be confirmed within two thirds of the TTL, and it is a
-/// round trip to the registry made by a thread that can wake late.
-///
-/// Measured with `integration/examples/lease_floor.rs` on a 2-core VM, registries on
-/// loopback, 2000 renewals with 4 threads spinning: the worst renewal took
-/// 16 ms (PostgreSQL) and 4 ms (Redis), the worst wake-up 8 ms, which calls
-/// for 53 ms and 28 ms with half again to spare. 100 ms leaves room for that
-/// twice over. Over a network, measure your own with that example.
+/// round trip to the registry made by a thread that can wake late. On
+/// loopback, with threads spinning beside it, the worst renewal and the
+/// worst wake-up call for half of this; over a network, measure your own
+/// with the repository's `integration/examples/lease_floor.rs`
+/// (`benches/README.md` has this project's run).
 pub const MIN_TTL: Duration = Duration::from_millis(100);
 
 /// A worker-id lease to build a generator with: the registry, the namespace,

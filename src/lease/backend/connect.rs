@@ -254,4 +254,17 @@ mod tests {
             );
         }
     }
+
+    /// Every registry of the table lives in a folder named after its
+    /// feature, with the same rooms.
+    #[test]
+    fn every_registry_is_a_folder_with_the_same_rooms() {
+        let backend = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lease/backend");
+        for kind in REGISTRIES {
+            for room in ["mod.rs", "url.rs", "errors.rs", "inspect.rs"] {
+                let file = backend.join(kind.feature).join(room);
+                assert!(file.is_file(), "{}: no {}", kind.registry, file.display());
+            }
+        }
+    }
 }

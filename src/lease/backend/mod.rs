@@ -55,6 +55,23 @@
 //! Beside the three steps, [`Inspect`] is what a tool shows an operator
 //! (`flakegen leases`, `flakegen leases check`): optional, for registries
 //! that can say it, with its views in [`lease::inspect`](super::inspect).
+//!
+//! # A registry of flakegen's own, file by file
+//!
+//! Each lives in a folder of the same rooms (a test holds them to it):
+//! `<name>/mod.rs` (the type, its docs: the layout of its keys or tables and
+//! what counts as a loss; and `impl Registry`), `url.rs` (its URL, and the
+//! fix-it texts in its terms), `errors.rs` (its client's failures as a
+//! [`LeaseError`]), `inspect.rs` (the operators' views) and its transport
+//! (`session.rs` and `statements.rs` for SQL, `gateway.rs` and `http.rs` for
+//! etcd). Adding one touches, besides its folder: one entry of
+//! [`REGISTRIES`](super::REGISTRIES) in `connect.rs` (the CLI's help, the
+//! README's table and the crate's guide are checked against it), its
+//! feature in `Cargo.toml`, its test servers in
+//! `scripts/services/<service>.sh`, its fixture in `tests/common/<name>.rs`
+//! and the list `ALL` in `tests/common/server.rs` (which runs the contract
+//! suite, the fault test and the cross-registry tests on it), and the
+//! registries CI checks in `.ci/run`.
 
 use std::sync::Arc;
 use std::time::Duration;
