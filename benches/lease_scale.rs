@@ -9,6 +9,7 @@
 //! cargo bench --all-features --bench lease_scale
 //! FLAKEGEN_BENCH_QUICK=1 cargo bench --all-features --bench lease_scale   # a smoke run
 //! cargo bench --all-features --bench lease_scale -- renewals              # the renewals alone
+//! cargo bench --all-features --bench lease_scale -- crowds                # first builds at once, alone
 //! ```
 //!
 //! Each case leases its holders straight through the registry (records
@@ -340,10 +341,79 @@ fn renewals(server: &Server, count: usize) -> Result<(f64, f64, f64), String> {
     Ok((at(0.5), at(0.9), longest))
 }
 
+/// `count` first builds at once in a new namespace, each with a registry
+/// client of its own, as processes started together have: how many were
+/// refused (each refusal printed), how many distinct ids the rest took, and
+/// how long all took. A measurement, not a test: it depends on how much CPU
+/// the servers get (etcd hashes each login's password).
+fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let namespace = format!("crowd-{nanos}");
+    if let Err(e) = lease::connect(&server.url).and_then(|r| r.declare_new(&namespace)) {
+        eprintln!(
+            "lease_scale: {}: declaring the crowd's namespace: {e}",
+            server.name
+        );
+    }
+    let url = server.url.as_str();
+    let started = Instant::now();
+    let outcomes: Vec<Result<u64, String>> = std::thread::scope(|scope| {
+        let builds: Vec<_> = (0..count)
+            .map(|_| {
+                scope.spawn(|| {
+                    let registry = lease::connect(url).map_err(|e| e.to_string())?;
+                    let lease = Lease::new(registry, &namespace).ttl(Duration::from_secs(3));
+                    let built = Builder::new()
+                        .layout(Layout::TWITTER)
+                        .lease(lease)
+                        .build_atomic();
+                    built.map(|g| g.worker()).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        builds.into_iter().map(|b| b.join().unwrap()).collect()
+    });
+    let took = started.elapsed().as_secs_f64();
+    let mut ids: Vec<u64> = outcomes
+        .iter()
+        .filter_map(|o| o.as_ref().ok().copied())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let refused: Vec<&String> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    if let Some(first) = refused.first() {
+        eprintln!(
+            "lease_scale: {}: {} refused, the first: {first}",
+            server.name,
+            refused.len()
+        );
+    }
+    (refused.len(), ids.len(), took)
+}
+
+/// The crowds' table: `crowd` first builds at once on every backend.
+fn crowds(servers: &[Server], crowd: usize) -> ExitCode {
+    println!(
+        "\ncrowds: {crowd} first builds at once, each with a client (and a login) of its own\n"
+    );
+    println!("| backend | refused | distinct ids | all built in, s |");
+    println!("|---|---|---|---|");
+    for server in servers {
+        let (refused, distinct, took) = crowd_of_builds(server, crowd);
+        println!("| {} | {refused} | {distinct} | {took:.1} |", server.name);
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     // `cargo bench` passes `--bench`; a filter `renewals` runs only the
     // renewals, which is what comparing two revisions needs.
     let only_renewals = std::env::args().skip(1).any(|arg| arg == "renewals");
+    // `crowds` runs only the crowds of first builds.
+    let only_crowds = std::env::args().skip(1).any(|arg| arg == "crowds");
     let quick = std::env::var_os("FLAKEGEN_BENCH_QUICK").is_some();
     let builds = if quick { 5 } else { 40 };
     let servers = match servers() {
@@ -357,6 +427,9 @@ fn main() -> ExitCode {
         "lease_scale: {builds} builds per case; build time median (p90), and the longest call on the server"
     );
     let count = if quick { 50 } else { 2_000 };
+    if only_crowds {
+        return crowds(&servers, if quick { 16 } else { 128 });
+    }
     println!("\nrenewals: {count} per backend, each a swap at the record's version\n");
     println!("| backend | renewal, ms | longest server call, ms |");
     println!("|---|---|---|");
@@ -377,6 +450,7 @@ fn main() -> ExitCode {
     if only_renewals {
         return ExitCode::SUCCESS;
     }
+    crowds(&servers, if quick { 16 } else { 128 });
     for server in &servers {
         println!("\n{}\n", server.name);
         println!("| worker bits (ids) | holders | build, ms | longest server call, ms |");
