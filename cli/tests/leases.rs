@@ -650,3 +650,24 @@ fn no_password_is_printed_whatever_the_url() {
         }
     }
 }
+
+/// `leases check` refuses the terms a generator would refuse: a TTL below
+/// the least a renewal keeps up with, and a skew allowance of 0.
+#[test]
+fn the_check_refuses_terms_that_generators_refuse() {
+    let url = url("redis");
+    for (flag, value, words) in [
+        ("--ttl-ms", "0", "the least a renewal can keep up with"),
+        ("--skew-ms", "0", "skew allowance of 0"),
+    ] {
+        let out = flakegen(&["leases", "check", &url, flag, value]);
+        let text = said(&out);
+        assert_eq!(out.status.code(), Some(1), "{flag} {value}: {text}");
+        let lines = lines_on(&text, "terms");
+        assert_eq!(lines.len(), 1, "{flag} {value}: {text}");
+        assert!(
+            lines[0].starts_with("FAIL") && lines[0].contains(words),
+            "{text}"
+        );
+    }
+}

@@ -852,6 +852,10 @@ pub fn bad_terms_get_clear_errors(fixture: &dyn Fixture) {
         .layout(FOUR)
         .lease(store.lease(&ns).renew_every(Duration::from_millis(200)));
     expect(slow.build_atomic(), "not well inside the TTL");
+    let no_skew = Builder::new()
+        .layout(FOUR)
+        .lease(store.lease(&ns).skew(Duration::ZERO));
+    expect(no_skew.build_atomic(), "skew allowance of 0");
     expect(
         store
             .leased(FOUR, &ns)
