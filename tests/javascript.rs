@@ -14,6 +14,7 @@
 #![cfg(feature = "serde")]
 
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use flakegen::{Fields, Layout, Snowflake};
 
@@ -49,7 +50,10 @@ fn ids(layout: &Layout, count: u64) -> Vec<Snowflake> {
 
 /// `json` through node: `JSON.stringify(JSON.parse(json))`.
 fn through_javascript(json: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("flakegen-js-{}", std::process::id()));
+    // A directory per call: the tests run at once and each removes its own.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("flakegen-js-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (input, output) = (dir.join("in.json"), dir.join("out.json"));
     std::fs::write(&input, json).unwrap();
