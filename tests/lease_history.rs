@@ -49,10 +49,23 @@ const HEAL_BOUND: Duration = TTL
     .saturating_add(DEFAULT_SKEW)
     .saturating_add(Duration::from_secs(5));
 
-/// The pairs are shared: one scenario at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+/// The services are shared: one scenario at a time on each (a
+/// `scripts/services.sh` service's name), and scenarios on different
+/// services side by side, since most of a scenario is waiting out TTLs.
+fn serial(service: &str) -> MutexGuard<'static, ()> {
+    static SERVICES: Mutex<Vec<(String, &'static Mutex<()>)>> = Mutex::new(Vec::new());
+    let one = {
+        let mut all = SERVICES.lock().unwrap_or_else(PoisonError::into_inner);
+        match all.iter().find(|(name, _)| name == service) {
+            Some((_, one)) => *one,
+            None => {
+                let one: &'static Mutex<()> = Box::leak(Box::new(Mutex::new(())));
+                all.push((service.to_owned(), one));
+                one
+            }
+        }
+    };
+    one.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn unix_ms(id: Snowflake) -> u64 {
@@ -232,8 +245,8 @@ fn failover(name: &str, pair: &str, url: &str, promote: impl FnOnce()) -> usize 
 /// through a forwarder.
 #[test]
 fn a_failover_to_a_lagging_replica_issues_no_id_twice() {
-    let _serial = serial();
     for server in pairs() {
+        let _serial = serial(server.replicated);
         let pair = Replicated::new(server);
         let name = server.replicated;
         failover(name, name, &pair.url(), || Failover::promote(&pair));
@@ -246,8 +259,8 @@ fn a_failover_to_a_lagging_replica_issues_no_id_twice() {
 #[cfg(feature = "postgres")]
 #[test]
 fn a_failover_followed_by_a_multi_host_url_issues_no_id_twice() {
-    let _serial = serial();
     let server = &common::postgres::SERVER;
+    let _serial = serial(server.replicated);
     let address = |member: &str| {
         let url = server.member_url(member);
         let rest = url.split_once('@').unwrap().1;
@@ -272,8 +285,8 @@ fn a_failover_followed_by_a_multi_host_url_issues_no_id_twice() {
 #[cfg(feature = "mysql")]
 #[test]
 fn two_writable_masters_are_refused_with_what_to_do() {
-    let _serial = serial();
     let server = &common::mysql::SERVER;
+    let _serial = serial(server.replicated);
     let pair = Replicated::new(server);
     pair.services("writable", &["both"]);
     let refused = (|| {
@@ -318,8 +331,8 @@ fn two_writable_masters_are_refused_with_what_to_do() {
 #[cfg(feature = "mysql")]
 #[test]
 fn a_peer_made_writable_later_is_seen_by_connections_already_open() {
-    let _serial = serial();
     let server = &common::mysql::SERVER;
+    let _serial = serial(server.replicated);
     let pair = Replicated::new(server);
     let url = server.member_url(&pair.primary());
     let registry = lease::connect(&url).unwrap();
@@ -370,9 +383,12 @@ fn a_peer_made_writable_later_is_seen_by_connections_already_open() {
 /// builds' times.
 #[test]
 fn a_new_namespace_waits_once_unless_declared_new() {
-    let _serial = serial();
     let (ttl, skew) = (flakegen::lease::DEFAULT_TTL, DEFAULT_SKEW);
-    for server in ALL {
+    // The registries side by side: each waits 12 s.
+    thread::scope(|scope| {
+        for server in ALL {
+            scope.spawn(move || {
+        let _serial = serial(server.service);
         let url = server.url();
         let registry = lease::connect(&url).unwrap();
         let build = |ns: &str| {
@@ -423,7 +439,9 @@ fn a_new_namespace_waits_once_unless_declared_new() {
             "{}: a new namespace's first build took {waited:?} undeclared (TTL {ttl:?} + skew              {skew:?}), {at_once:?} declared new, {next:?} once the marker's wait was over",
             server.name
         );
-    }
+        });
+        }
+    });
 }
 
 /// Dropping the lease table under running generators is a loss: they
@@ -431,11 +449,11 @@ fn a_new_namespace_waits_once_unless_declared_new() {
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 #[test]
 fn a_dropped_lease_table_is_a_loss() {
-    let _serial = serial();
     for server in ALL
         .iter()
         .filter(|s| matches!(s.loss, common::server::Loss::Sql(_)))
     {
+        let _serial = serial(server.service);
         let url = server.url();
         let ns = namespace("dropped");
         lease::connect(&url).unwrap().declare_new(&ns).unwrap();
@@ -573,7 +591,6 @@ const ONE: Layout = Layout::builder().worker_bits(0).build_const();
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 #[test]
 fn each_part_of_a_stamp_alone_tells_a_restore() {
-    let _serial = serial();
     // Every scenario runs, and the failures are told together: a part
     // taken out shows each restore that only it tells.
     let mut untold = vec![];
@@ -598,12 +615,14 @@ fn each_part_of_a_stamp_alone_tells_a_restore() {
     };
     #[cfg(feature = "postgres")]
     {
+        let _serial = serial(common::postgres::SERVER.replicated);
         let pair = Replicated::new(&common::postgres::SERVER);
         let what = "the lease table restored from a dump";
         run(&pair, "the lease table's oid", what, "dump", "undump");
     }
     #[cfg(feature = "mysql")]
     {
+        let _serial = serial(common::mysql::SERVER.replicated);
         let pair = Replicated::new(&common::mysql::SERVER);
         let created = "the lease table's creation time";
         run(
@@ -660,7 +679,7 @@ fn twin_tables(pair: &Replicated) {
 #[cfg(feature = "postgres")]
 #[test]
 fn a_restore_in_place_needs_waiting_out_rollbacks() {
-    let _serial = serial();
+    let _serial = serial(common::postgres::SERVER.replicated);
     let pair = Replicated::new(&common::postgres::SERVER);
     let run = |rollbacks| {
         let twice = restored(
