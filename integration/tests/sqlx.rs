@@ -17,13 +17,15 @@ fn url(var: &str) -> String {
 }
 
 /// Writes IDs to a `BIGINT` column of a new table and reads them back;
-/// checks both refusals. A macro, as sqlx's bounds for a function generic
-/// over the database would be longer than the body.
+/// checks both refusals. Each test gives a worker id of its own: the tests
+/// run at once, and a process refuses a second generator on one. A macro,
+/// as sqlx's bounds for a function generic over the database would be
+/// longer than the body.
 macro_rules! round_trip {
-    ($connection:expr, $ddl:expr, $insert:expr, $select:expr) => {{
+    ($worker:expr, $connection:expr, $ddl:expr, $insert:expr, $select:expr) => {{
         let mut connection = $connection;
         connection.execute($ddl).await.unwrap();
-        let generator = AtomicGenerator::new(5).unwrap();
+        let generator = AtomicGenerator::new($worker).unwrap();
         let ids: Vec<Snowflake> = (0..100).map(|_| generator.next_id().unwrap()).collect();
         for id in &ids {
             sqlx::query($insert)
@@ -74,6 +76,7 @@ fn sqlite_integer_round_trips() {
             .await
             .unwrap();
         round_trip!(
+            5,
             connection,
             "CREATE TABLE ids (n INTEGER PRIMARY KEY AUTOINCREMENT, id INTEGER NOT NULL)",
             "INSERT INTO ids (id) VALUES (?)",
@@ -89,6 +92,7 @@ fn postgres_bigint_round_trips() {
             .await
             .unwrap();
         round_trip!(
+            6,
             connection,
             "CREATE TEMPORARY TABLE ids (n BIGSERIAL PRIMARY KEY, id BIGINT NOT NULL)",
             "INSERT INTO ids (id) VALUES ($1)",
@@ -104,6 +108,7 @@ fn mariadb_bigint_round_trips() {
             .await
             .unwrap();
         round_trip!(
+            7,
             connection,
             "CREATE TEMPORARY TABLE ids (n BIGINT AUTO_INCREMENT PRIMARY KEY, id BIGINT NOT NULL)",
             "INSERT INTO ids (id) VALUES (?)",
