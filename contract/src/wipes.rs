@@ -258,3 +258,100 @@ pub fn a_namespace_declared_new_starts_at_once(fixture: &dyn Fixture) {
         Err(e) => panic!("{name}: declaring a namespace new failed: {e}"),
     }
 }
+
+/// A namespace wiped under two holders just after B renewed, then declared
+/// new (an operator's mistake the registry cannot refuse: nothing of the
+/// namespace is left), and a build taking A's id at once, as a declared
+/// namespace lets it. A, displaced, heals at its fence onto B's id, whose
+/// record the wipe took while B still issues below its own, later fence.
+/// The declaration's marker vouches for every id, so only rule 6's other
+/// half keeps A off B's IDs: a holder that saw its lease gone trusts no
+/// emptied registry, and its next lease starts the TTL and the skew past
+/// the moment it saw it ([`StartCause::Healing`]). A registry that refuses
+/// the declaration (it keeps a trace of the namespace, as `MemoryRegistry`
+/// does) keeps them apart by its marker: then no ID may be issued twice
+/// either. A TTL of 6 s, renewed every 2 s: the wipe, the declaration and
+/// the build land before A's fence on a busy machine too.
+pub fn holders_from_before_a_wipe_trust_no_declaration_after_it(fixture: &dyn Fixture) {
+    const TWO: Layout = Layout::builder().worker_bits(1).build_const();
+    const TTL_HERE: Duration = Duration::from_secs(6);
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let lease = |ns: &str| {
+        store
+            .lease(ns)
+            .ttl(TTL_HERE)
+            .renew_every(Duration::from_secs(2))
+    };
+    for _attempt in 0..3 {
+        let ns = namespace("declared-after-wipe");
+        let build = |lease: flakegen::lease::Lease| {
+            flakegen::Builder::new()
+                .layout(TWO)
+                .lease(lease)
+                .build_atomic()
+                .unwrap()
+        };
+        let a = build(lease(&ns));
+        // B stays down once it loses its lease: A is the only one to heal.
+        let b = build(lease(&ns).reacquire(false));
+        let stop = AtomicBool::new(false);
+        let issued = Issued {
+            ids: Mutex::new(vec![vec![]; 2]),
+        };
+        let (mut arranged, mut refused) = (false, false);
+        thread::scope(|scope| {
+            let issuers = scope.spawn(|| issue_all(&[&a, &b], &stop, &issued, name));
+            // Right after one of B's renewals: B's fence is then the later
+            // one, so that A, healing when it reaches its own, would issue
+            // on B's id while B still does.
+            let renewed = b.lease().unwrap().fence;
+            while b.lease().unwrap().fence == renewed {
+                thread::sleep(Duration::from_millis(5));
+            }
+            store.wipe(Wipe::Namespace(&ns));
+            let c = match registry.declare_new(&ns) {
+                Ok(()) => Some(build(lease(&ns))),
+                Err(LeaseError::NotNew { .. }) => {
+                    refused = true;
+                    None
+                }
+                Err(e) => panic!("{name}: declaring a wiped namespace new failed: {e}"),
+            };
+            arranged = c.as_ref().is_some_and(|c| c.worker() == a.worker());
+            thread::sleep(TTL_HERE * 2 + SKEW + Duration::from_millis(500));
+            stop.store(true, Ordering::Relaxed);
+            issuers.join().unwrap();
+        });
+        let ids = issued
+            .ids
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        let b_ids: std::collections::HashSet<Snowflake> = ids[1].iter().copied().collect();
+        let twice = ids[0].iter().filter(|id| b_ids.contains(id)).count();
+        assert_eq!(
+            twice, 0,
+            "{name}: {twice} IDs issued by both holders from before a wipe, after the \
+             namespace was declared new: a healing holder trusted the declaration"
+        );
+        if refused {
+            return;
+        }
+        if arranged {
+            let healed = ids[0]
+                .iter()
+                .any(|&id| TWO.decode(id).unwrap().worker == b.worker());
+            assert!(
+                healed,
+                "{name}: A never healed onto B's id ({:?})",
+                a.lease()
+            );
+            return;
+        }
+    }
+    panic!(
+        "{name}: three times, the build after the declaration did not take A's id: the \
+         scenario could not be arranged"
+    );
+}
