@@ -388,58 +388,59 @@ fn a_new_namespace_waits_once_unless_declared_new() {
     thread::scope(|scope| {
         for server in ALL {
             scope.spawn(move || {
-        let _serial = serial(server.service);
-        let url = server.url();
-        let registry = lease::connect(&url).unwrap();
-        let build = |ns: &str| {
-            let started = Instant::now();
-            let g = Builder::new()
-                .layout(TWO)
-                .lease(Lease::new(lease::connect(&url).unwrap(), ns))
-                .build_atomic()
-                .unwrap();
-            g.next_id().unwrap();
-            (g, started.elapsed())
-        };
-        let undeclared = namespace("new");
-        let (g, waited) = build(&undeclared);
-        let status = g.lease().unwrap();
-        assert!(
-            matches!(
-                status.start_cause,
-                flakegen::lease::StartCause::Marker { .. }
-            ) && waited >= ttl + skew - Duration::from_millis(50),
-            "{}: an undeclared new namespace's first build took {waited:?}: {status:?}",
-            server.name
-        );
-        let said = status.start_cause.to_string();
-        assert!(said.contains("flakegen leases init"), "{said}");
-        // Once the marker's wait is over, the namespace's next build does
-        // not wait again.
-        let (_, next) = build(&undeclared);
-        assert!(next < Duration::from_secs(2), "{}: {next:?}", server.name);
+                let _serial = serial(server.service);
+                let url = server.url();
+                let registry = lease::connect(&url).unwrap();
+                let build = |ns: &str| {
+                    let started = Instant::now();
+                    let g = Builder::new()
+                        .layout(TWO)
+                        .lease(Lease::new(lease::connect(&url).unwrap(), ns))
+                        .build_atomic()
+                        .unwrap();
+                    g.next_id().unwrap();
+                    (g, started.elapsed())
+                };
+                let undeclared = namespace("new");
+                let (g, waited) = build(&undeclared);
+                let status = g.lease().unwrap();
+                assert!(
+                    matches!(
+                        status.start_cause,
+                        flakegen::lease::StartCause::Marker { .. }
+                    ) && waited >= ttl + skew - Duration::from_millis(50),
+                    "{}: an undeclared new namespace's first build took {waited:?}: {status:?}",
+                    server.name
+                );
+                let said = status.start_cause.to_string();
+                assert!(said.contains("flakegen leases init"), "{said}");
+                // Once the marker's wait is over, the namespace's next build does
+                // not wait again.
+                let (_, next) = build(&undeclared);
+                assert!(next < Duration::from_secs(2), "{}: {next:?}", server.name);
 
-        let declared = namespace("declared");
-        registry.declare_new(&declared).unwrap();
-        let (g, at_once) = build(&declared);
-        assert!(
-            at_once < Duration::from_secs(2) && g.lease().unwrap().starts <= SystemTime::now(),
-            "{}: a namespace declared new waited {at_once:?}",
-            server.name
-        );
-        assert!(
-            matches!(
-                registry.declare_new(&declared),
-                Err(LeaseError::NotNew { .. })
-            ),
-            "{}: a namespace in use was declared new",
-            server.name
-        );
-        println!(
-            "{}: a new namespace's first build took {waited:?} undeclared (TTL {ttl:?} + skew              {skew:?}), {at_once:?} declared new, {next:?} once the marker's wait was over",
-            server.name
-        );
-        });
+                let declared = namespace("declared");
+                registry.declare_new(&declared).unwrap();
+                let (g, at_once) = build(&declared);
+                assert!(
+                    at_once < Duration::from_secs(2) && g.lease().unwrap().starts <= SystemTime::now(),
+                    "{}: a namespace declared new waited {at_once:?}",
+                    server.name
+                );
+                assert!(
+                    matches!(
+                        registry.declare_new(&declared),
+                        Err(LeaseError::NotNew { .. })
+                    ),
+                    "{}: a namespace in use was declared new",
+                    server.name
+                );
+                println!(
+                    "{}: a new namespace's first build took {waited:?} undeclared (TTL {ttl:?} + skew \
+                     {skew:?}), {at_once:?} declared new, {next:?} once the marker's wait was over",
+                    server.name
+                );
+            });
         }
     });
 }
