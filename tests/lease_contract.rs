@@ -7,15 +7,13 @@
 //! ```text
 //! cargo test --test lease_contract                     # memory only, no server
 //! eval "$(scripts/services.sh start)"
-//! RUST_TEST_THREADS=256 cargo test --all-features --test lease_contract
+//! cargo test --all-features --test lease_contract
 //! scripts/services.sh stop
 //! ```
 //!
 //! A backend whose feature is on and whose URL is missing fails its tests:
 //! they never pass by skipping. Each backend's tests run one at a time (a
-//! loss wipes its whole server); the backends run side by side given a
-//! thread per test, as CI gives them (`.ci/test-runner`): with every
-//! backend, 84 s with `RUST_TEST_THREADS=256`, 290 s with two threads.
+//! loss wipes its whole server); the backends run side by side.
 
 mod common;
 

@@ -62,11 +62,7 @@
 //!
 //! The suite's tests of one fixture run one at a time (a loss wipes the
 //! whole registry), each in a namespace of its own, with a 300 ms TTL: a
-//! suite takes about a minute. Suites over several registries in one test
-//! binary run side by side only when libtest has a thread for each test
-//! (`RUST_TEST_THREADS=256`): it starts tests in name order, so with its
-//! default of a thread per core, every thread waits on one registry's lock
-//! and the suites run one after another. A registry on a real server should run it
+//! suite takes about a minute. A registry on a real server should run it
 //! against that server, with faults the server really has: `TRUNCATE`, a
 //! restart without persistence, `SIGSTOP`, a replica promoted. A registry
 //! that only passes against a mock has passed nothing.
