@@ -307,7 +307,17 @@ pub fn holders_from_before_a_wipe_trust_no_declaration_after_it(fixture: &dyn Fi
             // one, so that A, healing when it reaches its own, would issue
             // on B's id while B still does.
             let renewed = b.lease().unwrap().fence;
+            let deadline = std::time::Instant::now() + TTL_HERE * 5;
             while b.lease().unwrap().fence == renewed {
+                if std::time::Instant::now() > deadline {
+                    // The issuers stop first: the scope waits for them.
+                    stop.store(true, Ordering::Relaxed);
+                    panic!(
+                        "{name}: B renewed nothing in {:?} ({:?})",
+                        TTL_HERE * 5,
+                        b.lease()
+                    );
+                }
                 thread::sleep(Duration::from_millis(5));
             }
             store.wipe(Wipe::Namespace(&ns));
