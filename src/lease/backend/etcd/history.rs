@@ -7,7 +7,7 @@
 use std::sync::PoisonError;
 
 use super::gateway::{Answer, Get, Header, Txn};
-use super::{EtcdRegistry, pad, percent_encode};
+use super::{EtcdRegistry, percent_encode};
 use crate::clock::units::ceil_millis;
 use crate::clock::{Clock, SystemClock};
 use crate::lease::LeaseError;
@@ -18,6 +18,12 @@ pub(super) struct Seen {
     cluster: u64,
     epoch: Option<String>,
     term: u64,
+}
+
+/// A number as keys hold it: zero-padded to 20 digits, so that keys sort
+/// as numbers.
+pub(super) fn pad(n: u64) -> String {
+    format!("{n:020}")
 }
 
 /// A namespace's keys, and the prefix's.

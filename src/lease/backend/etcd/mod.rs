@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicUsize;
 
 use self::gateway::{Gateway, Txn};
 use self::history::Seen;
-use self::records::{Filed, Found, pad};
+use self::records::{Filed, Found};
 use self::url::percent_encode;
 use super::remote::Remote;
 use super::{Expect, LeaseError, NewRecord, Registry, Snapshot, TimeBase};

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::EtcdRegistry;
 use super::gateway::{Answer, Get, Kv, Txn};
-use super::history::Keys;
+use super::history::{Keys, pad};
 use crate::lease::LeaseError;
 use crate::lease::backend::{NewRecord, Record};
 
@@ -22,12 +22,6 @@ pub(super) fn value(record: &NewRecord<'_>, marker: u64, expires: u64) -> String
         "fence": record.fence_unix_millis,
     })
     .to_string()
-}
-
-/// A number as keys hold it: zero-padded to 20 digits, so that keys sort
-/// as numbers.
-pub(super) fn pad(n: u64) -> String {
-    format!("{n:020}")
 }
 
 /// The records of a snapshot, each id once.
