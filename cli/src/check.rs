@@ -22,7 +22,7 @@ pub(crate) const CHECK_NAMESPACE: &str = "flakegen leases check (permissions tes
 /// namespace of its own, which no generator leases from.
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    #[arg(env = "FLAKEGEN_LEASE_URL", help = crate::leases::url_help())]
+    #[arg(env = "FLAKEGEN_LEASE_URL", help = crate::show::url_help())]
     url: String,
     /// The namespace to report on, as in `Lease::new(registry, namespace)`
     /// (the check writes nothing in it); without it, every namespace the

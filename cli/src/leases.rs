@@ -26,7 +26,7 @@ use crate::show;
 pub(crate) struct Args {
     #[command(subcommand)]
     command: Option<Command>,
-    #[arg(required = true, env = "FLAKEGEN_LEASE_URL", help = url_help())]
+    #[arg(required = true, env = "FLAKEGEN_LEASE_URL", help = crate::show::url_help())]
     url: Option<String>,
     /// The namespace, as in `Lease::new(registry, namespace)`.
     #[arg(long, required_unless_present = "namespaces")]
@@ -41,16 +41,6 @@ pub(crate) struct Args {
     /// One JSON object.
     #[arg(long)]
     json: bool,
-}
-
-/// The help of a registry URL argument: every registry flakegen knows, as
-/// the library's table lists them.
-pub(crate) fn url_help() -> String {
-    format!(
-        "The registry: a {} URL, as the generators are given it; or \
-         FLAKEGEN_LEASE_URL, which keeps a password out of the command line",
-        flakegen::lease::RegistryKind::schemes_said()
-    )
 }
 
 #[derive(Subcommand)]
@@ -73,7 +63,7 @@ enum Command {
 
 #[derive(clap::Args)]
 pub(crate) struct Init {
-    #[arg(env = "FLAKEGEN_LEASE_URL", help = url_help())]
+    #[arg(env = "FLAKEGEN_LEASE_URL", help = crate::show::url_help())]
     url: String,
     /// The namespace, as in `Lease::new(registry, namespace)`.
     #[arg(long)]

@@ -68,6 +68,16 @@ pub(crate) fn redacted(url: &str) -> String {
         .unwrap_or_else(|| "(the URL, not shown: it may hold a password)".to_owned())
 }
 
+/// The help of a registry URL argument: every registry flakegen knows, as
+/// the library's table lists them.
+pub(crate) fn url_help() -> String {
+    format!(
+        "The registry: a {} URL, as the generators are given it; or \
+         FLAKEGEN_LEASE_URL, which keeps a password out of the command line",
+        flakegen::lease::RegistryKind::schemes_said()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

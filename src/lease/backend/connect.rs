@@ -160,7 +160,8 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
         .iter()
         .find(|k| k.schemes.contains(&scheme.as_str()))
     else {
-        return Err(LeaseError::UnsupportedUrl { scheme });
+        let known = RegistryKind::schemes_said();
+        return Err(LeaseError::UnsupportedUrl { scheme, known });
     };
     let Some(open) = kind.open else {
         return Err(LeaseError::FeatureOff {

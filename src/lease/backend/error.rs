@@ -25,6 +25,9 @@ pub enum LeaseError {
     UnsupportedUrl {
         /// The scheme given.
         scheme: String,
+        /// The schemes flakegen knows, as a sentence
+        /// ([`RegistryKind::schemes_said`](crate::lease::RegistryKind::schemes_said)).
+        known: String,
     },
     /// The URL names a registry whose feature is off in this build.
     FeatureOff {
@@ -212,11 +215,9 @@ pub enum LeaseError {
 impl fmt::Display for LeaseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LeaseError::UnsupportedUrl { scheme } => write!(
-                f,
-                "no lease registry for {scheme:?} URLs: use {}",
-                super::connect::RegistryKind::schemes_said()
-            ),
+            LeaseError::UnsupportedUrl { scheme, known } => {
+                write!(f, "no lease registry for {scheme:?} URLs: use {known}")
+            }
             LeaseError::FeatureOff { scheme, feature } => write!(
                 f,
                 "{scheme}:// lease registries need flakegen's {feature:?} feature, which this \
