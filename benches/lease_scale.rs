@@ -342,10 +342,12 @@ fn renewals(server: &Server, count: usize) -> Result<(f64, f64, f64), String> {
 }
 
 /// `count` first builds at once in a new namespace, each with a registry
-/// client of its own, as processes started together have: how many were
-/// refused (each refusal printed), how many distinct ids the rest took, and
-/// how long all took. A measurement, not a test: it depends on how much CPU
-/// the servers get (etcd hashes each login's password).
+/// client of its own, as processes started together have, each generator
+/// kept until all are built: how many were refused (the first refusal
+/// printed), how many distinct ids the rest hold (as many as were built,
+/// or two were given one id), and how long all took. A measurement, not a
+/// test: it depends on how much CPU the servers get (etcd hashes each
+/// login's password).
 fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -360,7 +362,7 @@ fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
     }
     let url = server.url.as_str();
     let started = Instant::now();
-    let outcomes: Vec<Result<u64, String>> = std::thread::scope(|scope| {
+    let outcomes: Vec<Result<_, String>> = std::thread::scope(|scope| {
         let builds: Vec<_> = (0..count)
             .map(|_| {
                 scope.spawn(|| {
@@ -370,7 +372,7 @@ fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
                         .layout(Layout::TWITTER)
                         .lease(lease)
                         .build_atomic();
-                    built.map(|g| g.worker()).map_err(|e| e.to_string())
+                    built.map(|g| (g.worker(), g)).map_err(|e| e.to_string())
                 })
             })
             .collect();
@@ -379,7 +381,7 @@ fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
     let took = started.elapsed().as_secs_f64();
     let mut ids: Vec<u64> = outcomes
         .iter()
-        .filter_map(|o| o.as_ref().ok().copied())
+        .filter_map(|o| o.as_ref().ok().map(|(worker, _)| *worker))
         .collect();
     ids.sort_unstable();
     ids.dedup();
