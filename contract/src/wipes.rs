@@ -80,21 +80,14 @@ fn wipe_under_generators(fixture: &dyn Fixture, kind: &str) {
         ids: Mutex::new(vec![vec![]; 3]),
     };
     let mut before = 0;
-    let mut old_fence = 0;
+    let mut wiped = 0;
     let c = std::sync::OnceLock::new();
     thread::scope(|scope| {
         let issuers = scope.spawn(|| issue_all(&[&a, &b], &stop, &issued, name));
         thread::sleep(Duration::from_millis(150));
         before = now_ms();
         store.wipe(wipe);
-        // A renews no more: the fence it issues below, under its old lease.
-        old_fence = millis(
-            a.lease()
-                .unwrap()
-                .fence
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap(),
-        );
+        wiped = now_ms();
         let c = c.get_or_init(build);
         let c_ids = scope.spawn(|| {
             let mut ids = vec![];
@@ -118,11 +111,17 @@ fn wipe_under_generators(fixture: &dyn Fixture, kind: &str) {
         .into_inner()
         .unwrap_or_else(PoisonError::into_inner);
     let waited = before + millis(TTL + SKEW);
-    // A: below its old fence, or past the wait.
+    // A: below its old lease's fence, or past the wait. That fence is not
+    // what `a.lease()` says after the wipe: a renewal that landed just
+    // before the wipe may still be on its way back to A, which then issues
+    // up to it. But it lies at most a TTL past the wipe (rule 3: written
+    // before the wipe, at most a TTL ahead of A's clock then), so an ID at
+    // or past that is a new lease's.
+    let old_lease_ends = wiped + millis(TTL);
     let healed: Vec<u64> = ids[0]
         .iter()
         .map(|&id| unix_ms(id))
-        .filter(|&ms| ms >= old_fence)
+        .filter(|&ms| ms >= old_lease_ends)
         .collect();
     assert!(
         !healed.is_empty(),
