@@ -244,12 +244,51 @@ fn hold(registry: &dyn Registry, namespace: &str, holders: u64) -> Result<(), St
     Ok(())
 }
 
-/// One case: the builds' median and p90, and the longest server call (ms).
+/// `count` namespaces per server, made ready for builds that start at once
+/// (`Lease::prepare` on `terms`, what `flakegen leases init` does), all
+/// marked first and then waited out together: each case takes one, so the
+/// run pays the marker's wait (the TTL and the skew, 12 s at the defaults)
+/// once, not once a case.
+fn ready_namespaces(
+    servers: &[Server],
+    count: usize,
+    kind: &str,
+    terms: impl Fn(Arc<dyn Registry>, &str) -> Lease,
+) -> Result<Vec<Vec<String>>, String> {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let mut pools = vec![];
+    let mut leases = vec![];
+    for server in servers {
+        let registry: Arc<dyn Registry> = lease::connect(&server.url).map_err(|e| e.to_string())?;
+        let names: Vec<String> = (0..count).map(|i| format!("{kind}-{nanos}-{i}")).collect();
+        for name in &names {
+            leases.push(terms(Arc::clone(&registry), name));
+        }
+        pools.push(names);
+    }
+    loop {
+        let mut wait = Duration::ZERO;
+        for lease in &leases {
+            wait = wait.max(lease.prepare().map_err(|e| e.to_string())?.wait());
+        }
+        if wait.is_zero() {
+            return Ok(pools);
+        }
+        std::thread::sleep(wait);
+    }
+}
+
+/// One case, in `namespace` (made ready): the builds' median and p90, and
+/// the longest server call (ms).
 fn case(
     server: &Server,
     bits: u32,
     holders: u64,
     builds: usize,
+    namespace: &str,
 ) -> Result<(f64, f64, f64), String> {
     // Twitter's 41 bits of ms; the sequence gives way to a wider worker field.
     let layout = Layout::builder()
@@ -258,20 +297,7 @@ fn case(
         .build()
         .map_err(|e| e.to_string())?;
     let registry: Arc<dyn Registry> = lease::connect(&server.url).map_err(|e| e.to_string())?;
-    let namespace = format!(
-        "scale-{bits}-{holders}-{}",
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
-    // Declared new, as an operator starts a fleet's namespace (`flakegen
-    // leases init`): its builds wait out no marker, a one-time cost that
-    // `tests/lease_history.rs` measures apart (12 s at the defaults,
-    // which every case paid before, and most of a quick run's time).
-    registry
-        .declare_new(&namespace)
-        .map_err(|e| e.to_string())?;
+    let namespace = namespace.to_owned();
     hold(&*registry, &namespace, holders)?;
     (server.stats)(Stat::Reset)?;
     let mut times = Vec::with_capacity(builds);
@@ -341,25 +367,14 @@ fn renewals(server: &Server, count: usize) -> Result<(f64, f64, f64), String> {
     Ok((at(0.5), at(0.9), longest))
 }
 
-/// `count` first builds at once in a new namespace, each with a registry
-/// client of its own, as processes started together have, each generator
+/// `count` first builds at once in a namespace made ready (`crowd_lease`),
+/// each with a registry client of its own, as processes started together have, each generator
 /// kept until all are built: how many were refused (the first refusal
 /// printed), how many distinct ids the rest hold (as many as were built,
 /// or two were given one id), and how long all took. A measurement, not a
 /// test: it depends on how much CPU the servers get (etcd hashes each
 /// login's password).
-fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let namespace = format!("crowd-{nanos}");
-    if let Err(e) = lease::connect(&server.url).and_then(|r| r.declare_new(&namespace)) {
-        eprintln!(
-            "lease_scale: {}: declaring the crowd's namespace: {e}",
-            server.name
-        );
-    }
+fn crowd_of_builds(server: &Server, count: usize, namespace: &str) -> (usize, usize, f64) {
     let url = server.url.as_str();
     let started = Instant::now();
     let outcomes: Vec<Result<_, String>> = std::thread::scope(|scope| {
@@ -367,7 +382,7 @@ fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
             .map(|_| {
                 scope.spawn(|| {
                     let registry = lease::connect(url).map_err(|e| e.to_string())?;
-                    let lease = Lease::new(registry, &namespace).ttl(Duration::from_secs(3));
+                    let lease = crowd_lease(registry, namespace);
                     let built = Builder::new()
                         .layout(Layout::TWITTER)
                         .lease(lease)
@@ -396,15 +411,27 @@ fn crowd_of_builds(server: &Server, count: usize) -> (usize, usize, f64) {
     (refused.len(), ids.len(), took)
 }
 
+/// The crowds' terms.
+fn crowd_lease(registry: Arc<dyn Registry>, namespace: &str) -> Lease {
+    Lease::new(registry, namespace).ttl(Duration::from_secs(3))
+}
+
 /// The crowds' table: `crowd` first builds at once on every backend.
 fn crowds(servers: &[Server], crowd: usize) -> ExitCode {
+    let pools = match ready_namespaces(servers, 1, "crowd", crowd_lease) {
+        Ok(pools) => pools,
+        Err(e) => {
+            eprintln!("lease_scale: making the crowds' namespaces ready: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     println!(
         "\ncrowds: {crowd} first builds at once, each with a client (and a login) of its own\n"
     );
     println!("| backend | refused | distinct ids | all built in, s |");
     println!("|---|---|---|---|");
-    for server in servers {
-        let (refused, distinct, took) = crowd_of_builds(server, crowd);
+    for (server, pool) in servers.iter().zip(&pools) {
+        let (refused, distinct, took) = crowd_of_builds(server, crowd, &pool[0]);
         println!("| {} | {refused} | {distinct} | {took:.1} |", server.name);
     }
     ExitCode::SUCCESS
@@ -453,7 +480,16 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     crowds(&servers, if quick { 16 } else { 128 });
-    for server in &servers {
+    let cases = WORKER_BITS.len() * HOLDERS.len();
+    let pools = match ready_namespaces(&servers, cases, "scale", |r, ns| Lease::new(r, ns)) {
+        Ok(pools) => pools,
+        Err(e) => {
+            eprintln!("lease_scale: making the cases' namespaces ready: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for (server, pool) in servers.iter().zip(pools) {
+        let mut pool = pool.into_iter();
         println!("\n{}\n", server.name);
         println!("| worker bits (ids) | holders | build, ms | longest server call, ms |");
         println!("|---|---|---|---|");
@@ -464,7 +500,8 @@ fn main() -> ExitCode {
                     println!("| {bits} ({ids}) | {holders} | – (more holders than ids) | – |");
                     continue;
                 }
-                match case(server, bits, holders, builds) {
+                let namespace = pool.next().expect("a namespace per case");
+                match case(server, bits, holders, builds, &namespace) {
                     Ok((median, p90, longest)) => println!(
                         "| {bits} ({ids}) | {holders} | {median:.2} ({p90:.2}) | {longest:.3} |"
                     ),

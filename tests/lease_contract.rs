@@ -137,9 +137,6 @@ impl Registry for Gate {
     ) -> Result<Option<u64>, LeaseError> {
         self.pass()?.swap(namespace, worker, expect, record)
     }
-    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-        self.pass()?.declare_new(namespace)
-    }
     fn inspect(&self) -> Option<&dyn Inspect> {
         Some(self)
     }

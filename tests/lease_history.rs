@@ -5,7 +5,7 @@
 //! a lease table or a data directory restored, each told apart by one part
 //! of the marker's stamp alone; a restore in place that nothing tells, which
 //! only `Lease::wait_out_rollbacks` survives; and a new namespace, which
-//! waits once unless declared new.
+//! waits once unless made ready first (`flakegen leases init`).
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
@@ -337,8 +337,8 @@ fn a_peer_made_writable_later_is_seen_by_connections_already_open() {
     let url = server.member_url(&pair.primary());
     let registry = lease::connect(&url).unwrap();
     let ns = namespace("later");
-    registry.declare_new(&ns).unwrap();
     let lease = Lease::new(std::sync::Arc::clone(&registry), &ns).ttl(TTL);
+    common::ready(&[&lease]);
     let g = Builder::new()
         .layout(TWO)
         .lease(lease.clone())
@@ -377,12 +377,12 @@ fn a_peer_made_writable_later_is_seen_by_connections_already_open() {
 
 /// A namespace the registry has no trace of is new or was emptied, and
 /// nothing tells which: its first build waits the TTL and the skew once,
-/// and says why. Declared new first (`flakegen leases init`), it builds at
-/// once; declared again once used, it is refused. On every registry's own
-/// server, at the default TTL and skew; each run prints the two first
-/// builds' times.
+/// and says why. Made ready first (`flakegen leases init`, which pays
+/// that wait itself), it builds at once. On every registry's own server,
+/// at the default TTL and skew; each run prints the two first builds'
+/// times.
 #[test]
-fn a_new_namespace_waits_once_unless_declared_new() {
+fn a_new_namespace_waits_once_unless_made_ready() {
     let (ttl, skew) = (flakegen::lease::DEFAULT_TTL, DEFAULT_SKEW);
     // The registries side by side: each waits 12 s.
     thread::scope(|scope| {
@@ -390,7 +390,6 @@ fn a_new_namespace_waits_once_unless_declared_new() {
             scope.spawn(move || {
                 let _serial = serial(server.service);
                 let url = server.url();
-                let registry = lease::connect(&url).unwrap();
                 let build = |ns: &str| {
                     let started = Instant::now();
                     let g = Builder::new()
@@ -401,6 +400,10 @@ fn a_new_namespace_waits_once_unless_declared_new() {
                     g.next_id().unwrap();
                     (g, started.elapsed())
                 };
+                // Marked now: ready by the time the wait below is over.
+                let prepared = namespace("ready");
+                let preparing = Lease::new(lease::connect(&url).unwrap(), prepared.as_str());
+                assert!(preparing.prepare().unwrap().marked, "{}", server.name);
                 let undeclared = namespace("new");
                 let (g, waited) = build(&undeclared);
                 let status = g.lease().unwrap();
@@ -419,25 +422,18 @@ fn a_new_namespace_waits_once_unless_declared_new() {
                 let (_, next) = build(&undeclared);
                 assert!(next < Duration::from_secs(2), "{}: {next:?}", server.name);
 
-                let declared = namespace("declared");
-                registry.declare_new(&declared).unwrap();
-                let (g, at_once) = build(&declared);
+                common::ready(&[&preparing]);
+                let (g, at_once) = build(&prepared);
                 assert!(
-                    at_once < Duration::from_secs(2) && g.lease().unwrap().starts <= SystemTime::now(),
-                    "{}: a namespace declared new waited {at_once:?}",
-                    server.name
-                );
-                assert!(
-                    matches!(
-                        registry.declare_new(&declared),
-                        Err(LeaseError::NotNew { .. })
-                    ),
-                    "{}: a namespace in use was declared new",
-                    server.name
+                    g.lease().unwrap().starts <= SystemTime::now(),
+                    "{}: a namespace made ready waited {at_once:?}: {:?}",
+                    server.name,
+                    g.lease()
                 );
                 println!(
-                    "{}: a new namespace's first build took {waited:?} undeclared (TTL {ttl:?} + skew \
-                     {skew:?}), {at_once:?} declared new, {next:?} once the marker's wait was over",
+                    "{}: a new namespace's first build took {waited:?} (TTL {ttl:?} + skew \
+                     {skew:?}), {at_once:?} made ready first, {next:?} once the marker's wait \
+                     was over",
                     server.name
                 );
             });
@@ -457,7 +453,7 @@ fn a_dropped_lease_table_is_a_loss() {
         let _serial = serial(server.service);
         let url = server.url();
         let ns = namespace("dropped");
-        lease::connect(&url).unwrap().declare_new(&ns).unwrap();
+        common::ready(&[&lease(&url, &ns)]);
         let g = Builder::new()
             .layout(TWO)
             .lease(lease(&url, &ns))
@@ -508,8 +504,8 @@ fn restored(
 ) -> usize {
     let url = pair.url();
     let ns = namespace("restored");
-    lease::connect(&url).unwrap().declare_new(&ns).unwrap();
     let terms = |ns: &str| lease(&url, ns).ttl(ttl).wait_out_rollbacks(rollbacks);
+    common::ready(&[&terms(&ns)]);
     // A does not lease again once lost: the one id is B's to take, and a
     // busy machine cannot hand A's heal the race against B's build.
     let a = Builder::new()

@@ -57,15 +57,30 @@ fn namespace() -> String {
     format!("renewals-{}-{nanos}", std::process::id())
 }
 
+/// A namespace on each server of `ALL`, in its order, made ready for builds
+/// that start at once: all waited out together.
+fn namespaces_ready() -> Vec<String> {
+    let namespaces: Vec<String> = ALL.iter().map(|_| namespace()).collect();
+    let leases: Vec<Lease> = ALL
+        .iter()
+        .zip(&namespaces)
+        .map(|(server, ns)| {
+            Lease::new(lease::connect(&server.url()).unwrap(), ns.as_str())
+                .ttl(TTL)
+                .skew(SKEW)
+        })
+        .collect();
+    common::ready(&leases.iter().collect::<Vec<_>>());
+    namespaces
+}
+
 /// A connection gone dead right after a renewal, new ones held a second:
 /// on every registry, no call refused, no ID twice.
 #[test]
 fn a_connection_that_dies_silently_costs_no_refusal() {
-    for server in ALL {
+    for (server, ns) in ALL.iter().zip(namespaces_ready()) {
         let (url, forwarders) = forwarded(&server.url());
-        let ns = namespace();
         let registry = lease::connect(&url).unwrap();
-        registry.declare_new(&ns).unwrap();
         let g = Builder::new()
             .layout(Layout::TWITTER)
             .lease(Lease::new(registry, &ns).ttl(TTL).skew(SKEW))
@@ -127,11 +142,9 @@ fn a_connection_that_dies_silently_costs_no_refusal() {
 /// call timeout and leases on a new one, rather than failing.
 #[test]
 fn a_build_on_a_connection_that_died_silently_leases_on_a_new_one() {
-    for server in ALL {
+    for (server, ns) in ALL.iter().zip(namespaces_ready()) {
         let (url, forwarders) = forwarded(&server.url());
-        let ns = namespace();
         let registry = lease::connect(&url).unwrap();
-        registry.declare_new(&ns).unwrap();
         let lease = Lease::new(registry, &ns).ttl(TTL).skew(SKEW);
         let first = Builder::new()
             .layout(Layout::TWITTER)
@@ -173,13 +186,11 @@ fn hold_row(server: &str, namespace: &str, worker: u64, seconds: u64) -> Option<
 /// land as if nothing happened. Calls share no lock of the client's.
 #[test]
 fn a_stuck_renewal_holds_up_no_other_on_the_same_registry() {
-    for server in ALL {
-        let ns = namespace();
+    for (server, ns) in ALL.iter().zip(namespaces_ready()) {
         let Some(hold) = hold_row(server.name, &ns, 0, 2 * TTL.as_secs()) else {
             continue;
         };
         let registry = lease::connect(&server.url()).unwrap();
-        registry.declare_new(&ns).unwrap();
         let lease = Lease::new(registry, &ns).ttl(TTL).skew(SKEW);
         let build = || {
             let g = Builder::new().layout(Layout::TWITTER).lease(lease.clone());

@@ -51,6 +51,10 @@ enum Level {
     Ok,
     /// Works, but worth changing.
     Warn,
+    /// The registry lost records that generators may still issue under:
+    /// they are safe (they stop at their fences and lease again), but it
+    /// is a problem to look into.
+    Lost,
     /// Generators will fail or wait, or could share an id: fix it first.
     Fail,
 }
@@ -92,6 +96,7 @@ impl Findings {
             let level = match f.level {
                 Level::Ok => "ok",
                 Level::Warn => "warn",
+                Level::Lost => "lost",
                 Level::Fail => "FAIL",
             };
             if json {
@@ -113,12 +118,23 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
     if !args.json {
         say!("registry   {}", show::redacted(&args.url));
     }
+    let mut wrong_input = false;
     match flakegen::lease::connect(&args.url) {
         Ok(registry) => with_registry(args, registry, &mut findings),
-        Err(e) => findings.add(Level::Fail, "url", e.to_string()),
+        Err(e) => {
+            // A URL that does not parse is the input's fault (exit 2).
+            wrong_input = Failed::lease(e.clone()).status == 2;
+            findings.add(Level::Fail, "url", e.to_string());
+        }
     }
     findings.print(args.json);
-    if findings.0.iter().any(|f| f.level == Level::Fail) {
+    if wrong_input {
+        Err(Failed::input(None))
+    } else if findings
+        .0
+        .iter()
+        .any(|f| matches!(f.level, Level::Fail | Level::Lost))
+    {
         Err(Failed::work(None))
     } else {
         Ok(())
@@ -147,6 +163,20 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
         .skew(std::time::Duration::from_millis(args.skew_ms));
     if let Err(e) = lease.validate(&flakegen::Layout::TWITTER) {
         return findings.add(Level::Fail, "terms", format!("--ttl-ms and --skew-ms: {e}"));
+    }
+    if args.skew_ms >= args.ttl_ms {
+        findings.add(
+            Level::Warn,
+            "terms",
+            format!(
+                "the skew allowance ({} ms) is at or above the TTL ({} ms): every loss, and \
+                 every new namespace, costs generators more than a TTL's pause, and clocks \
+                 that far apart are a fault to fix, not to allow for: synchronise the clocks \
+                 (NTP, chrony) and keep the skew well below the TTL (the defaults: 2 s against \
+                 10 s)",
+                args.skew_ms, args.ttl_ms
+            ),
+        );
     }
     let Some(inspect) = registry.inspect() else {
         return findings.add(
@@ -324,12 +354,17 @@ fn marker(args: &Args, inspect: &dyn Inspect, findings: &mut Findings) {
     };
     if namespaces.is_empty() {
         return findings.add(
-            Level::Ok,
+            Level::Warn,
             "namespaces",
-            "no namespace has a trace here: a new registry, or one that lost or had deleted \
-             everything of flakegen's (a restart without persistence, FLUSHALL, tables \
-             dropped). Each namespace's first build waits the TTL and the skew allowance \
-             once; `flakegen leases init` declares a new one so that it starts at once",
+            format!(
+                "no namespace has a trace here: a new registry, or one that lost or had \
+                 deleted everything of flakegen's (a restart without persistence, FLUSHALL, \
+                 tables dropped), and nothing tells which. If generators leased here, they \
+                 can no longer renew: each runs to its fence and leases again by itself, \
+                 {:.1} s (the TTL and the skew allowance) after it saw the loss, and no ID is \
+                 issued twice. Each namespace's next build waits as long, once",
+                args.ttl_ms.saturating_add(args.skew_ms) as f64 / 1e3
+            ),
         );
     }
     const SHOWN: usize = 20;
@@ -348,8 +383,8 @@ fn marker(args: &Args, inspect: &dyn Inspect, findings: &mut Findings) {
         let condition = listing.condition();
         let level = match &condition {
             Condition::Vouched { gone, .. } if gone.is_empty() => Level::Ok,
-            Condition::NoTrace if args.namespace.is_none() => Level::Ok,
-            _ => Level::Warn,
+            Condition::NoTrace => Level::Warn,
+            _ => Level::Lost,
         };
         findings.add(level, "namespace", format!("{namespace:?}: {condition}"));
     }

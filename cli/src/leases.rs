@@ -1,16 +1,16 @@
 //! `flakegen leases`: every record of a namespace, as a table or JSON, and
 //! what the registry vouches for in it; or the namespaces a registry holds.
 //! It writes nothing. `leases check` checks the registry; `leases init`
-//! declares a namespace new.
+//! makes a namespace ready for builds that start at once.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use clap::Subcommand;
 use flakegen::Layout;
-use flakegen::lease::LeaseError;
 use flakegen::lease::backend::{RecordState, Registry};
 use flakegen::lease::inspect::{Condition, Listing};
+use flakegen::lease::{DEFAULT_SKEW, DEFAULT_TTL, Lease, LeaseError};
 
 use crate::Failed;
 use crate::check;
@@ -19,8 +19,8 @@ use crate::show;
 /// The leases of a namespace in a registry: each id's holder, fence and
 /// expiry, and what the registry vouches for; or, with `--namespaces`, the
 /// namespaces there. It writes nothing. `leases check <URL>` checks the
-/// registry itself; `leases init <URL> --namespace N` declares a new
-/// namespace.
+/// registry itself; `leases init <URL> --namespace N` makes a namespace
+/// ready for builds that start at once.
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub(crate) struct Args {
@@ -51,13 +51,14 @@ enum Command {
     /// registry vouches for in each namespace, durability, and the
     /// replication around the server.
     Check(check::Args),
-    /// Declare a namespace new, before its first build: its first
-    /// generators start at once instead of waiting the TTL and the skew
-    /// allowance, which a namespace the registry has no trace of costs
-    /// (it may be new, or emptied, and nothing tells which). Refused where
-    /// the registry holds any trace of it. Whoever runs it vouches that no
-    /// generator ever leased in it, or that all that did stopped for longer
-    /// than the TTL and the skew.
+    /// Make a namespace ready, before its services start, so that their
+    /// builds start at once: it marks the namespace, as a first build would,
+    /// and waits the TTL and the skew allowance (12 s at the defaults) so
+    /// that the services need not. Safe whatever the registry's past: it
+    /// takes nobody's word that the namespace is new, so generators left
+    /// running from before a wipe have stopped issuing by the time it says
+    /// "ready". On a namespace in use, or one marked long enough ago, it
+    /// has nothing to do and says so.
     Init(Init),
 }
 
@@ -68,17 +69,93 @@ pub(crate) struct Init {
     /// The namespace, as in `Lease::new(registry, namespace)`.
     #[arg(long)]
     namespace: String,
+    /// The generators' TTL (`Lease::ttl`), in ms: how long the wait is.
+    #[arg(long, default_value_t = DEFAULT_TTL.as_millis() as u64)]
+    ttl_ms: u64,
+    /// The generators' skew allowance (`Lease::skew`), in ms.
+    #[arg(long, default_value_t = DEFAULT_SKEW.as_millis() as u64)]
+    skew_ms: u64,
 }
 
+/// The library's `Lease::prepare`, called until it says builds start at
+/// once, with a line that says what it waits for and one a second that
+/// counts down.
 fn init(args: &Init) -> Result<(), Failed> {
     let registry = flakegen::lease::connect(&args.url).map_err(Failed::lease)?;
-    registry.declare_new(&args.namespace)?;
-    say!(
-        "namespace {:?} declared new in {}: its first generators start at once",
-        args.namespace,
-        show::redacted(&args.url)
-    );
-    Ok(())
+    let (ttl, skew) = (args.ttl_ms, args.skew_ms);
+    let lease = Lease::new(Arc::clone(&registry), args.namespace.clone())
+        .ttl(Duration::from_millis(ttl))
+        .skew(Duration::from_millis(skew));
+    if let Err(e) = lease.validate(&Layout::TWITTER) {
+        return Err(Failed::input(format!("--ttl-ms and --skew-ms: {e}")));
+    }
+    let ns = &args.namespace;
+    say!("registry   {}", show::redacted(&args.url));
+    let started = Instant::now();
+    let mut first = true;
+    loop {
+        let readiness = lease.prepare().map_err(Failed::lease)?;
+        let wait = readiness.wait();
+        let marker = if readiness.marked {
+            show::time(readiness.marker_unix_millis)
+        } else {
+            show::moment(readiness.marker_unix_millis, readiness.server_unix_millis)
+        };
+        if wait.is_zero() {
+            if first {
+                let in_use = held(&*registry, ns);
+                say!(
+                    "namespace {ns:?}: nothing to do: builds start at once ({in_use}its \
+                     marker, {marker}, is older than the TTL and the skew allowance)"
+                );
+            } else {
+                say!(
+                    "namespace {ns:?} is ready: builds start at once (waited {:.1} s; its \
+                     marker, {marker}, is now older than the TTL, {} ms, and the skew \
+                     allowance, {} ms)",
+                    started.elapsed().as_secs_f64(),
+                    ttl,
+                    skew
+                );
+            }
+            return Ok(());
+        }
+        if first {
+            let why = if readiness.marked {
+                "had no marker (it is new, or was emptied, and nothing tells which): marked it now"
+            } else {
+                "was marked a moment ago"
+            };
+            say!(
+                "namespace {ns:?} {why}, {marker}. A build starts the TTL ({ttl} ms) and the \
+                 skew allowance ({skew} ms) past its marker, so that generators from before a \
+                 loss have stopped: waiting {:.1} s for that, here, instead of in the services",
+                wait.as_secs_f64()
+            );
+            first = false;
+        } else {
+            say!("  {:.0} s left", wait.as_secs_f64().ceil());
+        }
+        std::thread::sleep(wait.min(Duration::from_secs(1)));
+    }
+}
+
+/// `3 leases held: it is in use; ` where generators hold leases in `ns`, as
+/// far as the registry can show it.
+fn held(registry: &dyn Registry, ns: &str) -> String {
+    let Some(listing) = registry.inspect().and_then(|i| i.list(ns).ok()) else {
+        return String::new();
+    };
+    let held = listing
+        .records
+        .iter()
+        .filter(|r| state(r, &listing) == RecordState::Held)
+        .count();
+    if held == 0 {
+        String::new()
+    } else {
+        format!("{held} leases held: it is in use; ")
+    }
 }
 
 pub(crate) fn run(args: Args) -> Result<(), Failed> {

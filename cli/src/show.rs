@@ -8,6 +8,30 @@ pub(crate) fn time(unix_millis: u64) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 
+/// An instant and how far it lies from `now_millis` (the registry's clock,
+/// or this host's): `2026-12-01T19:05:31.808Z, 3.2 s ago`.
+pub(crate) fn moment(unix_millis: u64, now_millis: u64) -> String {
+    let ms = lead_millis(now_millis, unix_millis);
+    let abs = ms.unsigned_abs();
+    let span = if abs < 1_000 {
+        format!("{abs} ms")
+    } else if abs < 120_000 {
+        format!("{:.1} s", abs as f64 / 1_000.0)
+    } else if abs < 7_200_000 {
+        format!("{:.1} min", abs as f64 / 60_000.0)
+    } else if abs < 172_800_000 {
+        format!("{:.1} h", abs as f64 / 3_600_000.0)
+    } else {
+        format!("{:.1} days", abs as f64 / 86_400_000.0)
+    };
+    let age = match ms {
+        0 => "now".to_owned(),
+        ms if ms > 0 => format!("in {span}"),
+        _ => format!("{span} ago"),
+    };
+    format!("{}, {age}", time(unix_millis))
+}
+
 /// A fence as a time, or `-` for none (0: a record that never held one).
 pub(crate) fn fence(unix_millis: u64) -> String {
     if unix_millis == 0 {
@@ -91,5 +115,10 @@ mod tests {
         assert_eq!(lead(0, 36_000_000), "+10.0 h");
         assert_eq!(lead_millis(5, 2), -3);
         assert_eq!(fence(0), "-");
+        assert_eq!(
+            moment(1_796_151_863_658, 1_796_151_866_858),
+            "2026-12-01T19:04:23.658Z, 3.2 s ago"
+        );
+        assert_eq!(moment(10_000, 0), "1970-01-01T00:00:10.000Z, in 10.0 s");
     }
 }

@@ -263,8 +263,8 @@ macro_rules! suite {
             a_wipe_of_a_namespace_issues_no_id_twice,
             a_wipe_of_a_record_issues_no_id_twice,
             every_id_can_be_leased_again_after_a_wipe,
-            a_namespace_declared_new_starts_at_once,
-            holders_from_before_a_wipe_trust_no_declaration_after_it,
+            a_prepared_namespace_starts_at_once,
+            a_namespace_prepared_after_a_wipe_issues_no_id_twice,
         );
         $crate::__if_tokio!(in_tokio:
             a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id,

@@ -7,9 +7,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use flakegen::lease::{LeaseError, StartCause};
+use flakegen::lease::{Lease, Readiness};
 use flakegen::{IdGenerator, IssueError, Layout, Snowflake};
 
 use crate::store::{SKEW, Store, TTL, namespace, now_ms};
@@ -216,151 +216,134 @@ pub fn every_id_can_be_leased_again_after_a_wipe(fixture: &dyn Fixture) {
     }
 }
 
-/// A namespace declared new before its first build starts at once, and
-/// cannot be declared new again once used; where the registry cannot tell
-/// a new namespace from an emptied one, it refuses, and the first build
-/// waits the TTL and the skew.
-pub fn a_namespace_declared_new_starts_at_once(fixture: &dyn Fixture) {
-    let store = Store::new(fixture);
-    let name = store.name();
-    let registry = store.registry();
-    let ns = namespace("declared");
-    let declared = registry.declare_new(&ns);
-    let before = now_ms();
-    let g = store.leased(FOUR, &ns).build_atomic().unwrap();
-    let status = g.lease().unwrap();
-    let starts = millis(status.starts.duration_since(std::time::UNIX_EPOCH).unwrap());
-    match declared {
-        Ok(()) => {
-            assert!(
-                starts <= before,
-                "{name}: a namespace declared new waited until unix ms {starts} ({:?})",
-                status.start_cause
-            );
-            g.next_id().unwrap();
-            assert!(
-                matches!(registry.declare_new(&ns), Err(LeaseError::NotNew { .. })),
-                "{name}: a namespace in use was declared new"
-            );
+/// Calls [`Lease::prepare`] until it says builds start at once, sleeping
+/// the wait it names, as `flakegen leases init` does.
+fn prepare_until_ready(lease: &Lease, name: &str) -> Readiness {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let readiness = lease
+            .prepare()
+            .unwrap_or_else(|e| panic!("{name}: preparing a namespace failed: {e}"));
+        if readiness.wait().is_zero() {
+            return readiness;
         }
-        Err(LeaseError::NotNew { .. }) => {
-            // Past the marker the build wrote, or one a loss left earlier
-            // (another test's, on a registry shared by a suite).
-            assert!(
-                matches!(status.start_cause, StartCause::Marker { marker_unix_millis }
-                    if marker_unix_millis > 0 && starts >= marker_unix_millis + millis(TTL + SKEW)),
-                "{name}: a registry that cannot declare a namespace new let its first build \
-                 start at unix ms {starts}, before the TTL and the skew past its marker \
-                 ({status:?})"
-            );
-        }
-        Err(e) => panic!("{name}: declaring a namespace new failed: {e}"),
+        assert!(
+            Instant::now() < deadline,
+            "{name}: a prepared namespace was not ready within 30 s ({readiness:?})"
+        );
+        thread::sleep(readiness.wait());
     }
 }
 
-/// A namespace wiped under two holders just after B renewed, then declared
-/// new (an operator's mistake the registry cannot refuse: nothing of the
-/// namespace is left), and a build taking A's id at once, as a declared
-/// namespace lets it. A, displaced, heals at its fence onto B's id, whose
-/// record the wipe took while B still issues below its own, later fence.
-/// The declaration's marker vouches for every id, so only rule 6's other
-/// half keeps A off B's IDs: a holder that saw its lease gone trusts no
-/// emptied registry, and its next lease starts the TTL and the skew past
-/// the moment it saw it ([`StartCause::Healing`]). A registry that refuses
-/// the declaration (it keeps a trace of the namespace, as `MemoryRegistry`
-/// does) keeps them apart by its marker: then no ID may be issued twice
-/// either. A TTL of 6 s, renewed every 2 s: the wipe, the declaration and
-/// the build land before A's fence on a busy machine too.
-pub fn holders_from_before_a_wipe_trust_no_declaration_after_it(fixture: &dyn Fixture) {
-    const TWO: Layout = Layout::builder().worker_bits(1).build_const();
-    const TTL_HERE: Duration = Duration::from_secs(6);
+/// A namespace made ready before its first build ([`Lease::prepare`], what
+/// `flakegen leases init` does) starts at once: its marker ages the TTL and
+/// the skew once, and a build after that takes a fresh id without waiting.
+/// Preparing it again, in use, changes nothing.
+pub fn a_prepared_namespace_starts_at_once(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let name = store.name();
-    let registry = store.registry();
-    let lease = |ns: &str| {
+    let ns = namespace("prepared");
+    let lease = store.lease(&ns);
+    let first = lease.prepare().unwrap();
+    assert_eq!(
+        first.ready_unix_millis,
+        first.marker_unix_millis + millis(TTL + SKEW),
+        "{name}: a prepared namespace's builds start the TTL and the skew past its marker"
+    );
+    let ready = prepare_until_ready(&lease, name);
+    assert_eq!(
+        ready.marker_unix_millis, first.marker_unix_millis,
+        "{name}: preparing a marked namespace moved its marker"
+    );
+    assert!(!ready.marked, "{name}: a marked namespace was marked again");
+    let g = store.leased(FOUR, &ns).build_atomic().unwrap();
+    let built = now_ms();
+    let status = g.lease().unwrap();
+    let starts = millis(status.starts.duration_since(std::time::UNIX_EPOCH).unwrap());
+    assert!(
+        starts <= built,
+        "{name}: a build in a prepared namespace waited until {starts}, past {built} ({:?})",
+        status.start_cause
+    );
+    g.next_id().unwrap();
+    let again = lease.prepare().unwrap();
+    assert!(
+        again.wait().is_zero()
+            && !again.marked
+            && again.marker_unix_millis == first.marker_unix_millis,
+        "{name}: preparing a namespace in use changed it: {again:?}"
+    );
+}
+
+/// The operator's advice after a wipe, followed at once: a namespace
+/// deleted under two running holders, made ready at once with
+/// [`Lease::prepare`] (what `flakegen leases init` does, once the tools
+/// say the namespace lost its records), and a new generator built the
+/// moment it is ready. Nothing is issued twice among the three: the
+/// preparation's marker is no earlier than the wipe, so its wait outlasts
+/// every fence confirmed before it. A step that took anyone's word that
+/// the emptied namespace was new (a declaration) let the new generator
+/// take an old holder's id while that holder still issued below its fence.
+pub fn a_namespace_prepared_after_a_wipe_issues_no_id_twice(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let ns = namespace("prepared-after-wipe");
+    let build = || {
         store
-            .lease(ns)
-            .ttl(TTL_HERE)
-            .renew_every(Duration::from_secs(2))
+            .leased(FOUR, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap()
     };
-    for _attempt in 0..3 {
-        let ns = namespace("declared-after-wipe");
-        let build = |lease: flakegen::lease::Lease| {
-            flakegen::Builder::new()
-                .layout(TWO)
-                .lease(lease)
-                .build_atomic()
-                .unwrap()
-        };
-        let a = build(lease(&ns));
-        // B stays down once it loses its lease: A is the only one to heal.
-        let b = build(lease(&ns).reacquire(false));
-        let stop = AtomicBool::new(false);
-        let issued = Issued {
-            ids: Mutex::new(vec![vec![]; 2]),
-        };
-        let (mut arranged, mut refused) = (false, false);
-        thread::scope(|scope| {
-            let issuers = scope.spawn(|| issue_all(&[&a, &b], &stop, &issued, name));
-            // Right after one of B's renewals: B's fence is then the later
-            // one, so that A, healing when it reaches its own, would issue
-            // on B's id while B still does.
-            let renewed = b.lease().unwrap().fence;
-            let deadline = std::time::Instant::now() + TTL_HERE * 5;
-            while b.lease().unwrap().fence == renewed {
-                if std::time::Instant::now() > deadline {
-                    // The issuers stop first: the scope waits for them.
-                    stop.store(true, Ordering::Relaxed);
-                    panic!(
-                        "{name}: B renewed nothing in {:?} ({:?})",
-                        TTL_HERE * 5,
-                        b.lease()
-                    );
+    let (a, b) = (build(), build());
+    let stop = AtomicBool::new(false);
+    let issued = Issued {
+        ids: Mutex::new(vec![vec![]; 3]),
+    };
+    let mut before = 0;
+    let c = std::sync::OnceLock::new();
+    thread::scope(|scope| {
+        let issuers = scope.spawn(|| issue_all(&[&a, &b], &stop, &issued, name));
+        thread::sleep(Duration::from_millis(150));
+        before = now_ms();
+        store.wipe(Wipe::Namespace(&ns));
+        prepare_until_ready(&store.lease(&ns), name);
+        let c = c.get_or_init(build);
+        let c_ids = scope.spawn(|| {
+            let mut ids = vec![];
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(id) = c.try_next_id() {
+                    ids.push(id);
                 }
-                thread::sleep(Duration::from_millis(5));
+                thread::sleep(Duration::from_micros(300));
             }
-            store.wipe(Wipe::Namespace(&ns));
-            let c = match registry.declare_new(&ns) {
-                Ok(()) => Some(build(lease(&ns))),
-                Err(LeaseError::NotNew { .. }) => {
-                    refused = true;
-                    None
-                }
-                Err(e) => panic!("{name}: declaring a wiped namespace new failed: {e}"),
-            };
-            arranged = c.as_ref().is_some_and(|c| c.worker() == a.worker());
-            thread::sleep(TTL_HERE * 2 + SKEW + Duration::from_millis(500));
-            stop.store(true, Ordering::Relaxed);
-            issuers.join().unwrap();
+            ids
         });
-        let ids = issued
-            .ids
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        let b_ids: std::collections::HashSet<Snowflake> = ids[1].iter().copied().collect();
-        let twice = ids[0].iter().filter(|id| b_ids.contains(id)).count();
-        assert_eq!(
-            twice, 0,
-            "{name}: {twice} IDs issued by both holders from before a wipe, after the \
-             namespace was declared new: a healing holder trusted the declaration"
-        );
-        if refused {
-            return;
-        }
-        if arranged {
-            let healed = ids[0]
-                .iter()
-                .any(|&id| TWO.decode(id).unwrap().worker == b.worker());
-            assert!(
-                healed,
-                "{name}: A never healed onto B's id ({:?})",
-                a.lease()
-            );
-            return;
-        }
-    }
-    panic!(
-        "{name}: three times, the build after the declaration did not take A's id: the \
-         scenario could not be arranged"
+        thread::sleep(TTL * 3 + SKEW * 3);
+        stop.store(true, Ordering::Relaxed);
+        issuers.join().unwrap();
+        let c_ids = c_ids.join().unwrap();
+        issued.ids.lock().unwrap_or_else(PoisonError::into_inner)[2] = c_ids;
+    });
+    let ids = issued
+        .ids
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let first = ids[2].iter().map(|&id| unix_ms(id)).min();
+    let waited = before + millis(TTL + SKEW);
+    assert!(
+        first.is_some_and(|ms| ms >= waited),
+        "{name}: a build in a namespace prepared after a wipe issued at {first:?}, before the \
+         TTL and the skew had passed since the wipe ({waited})"
+    );
+    let mut all: Vec<Snowflake> = ids.iter().flatten().copied().collect();
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        count,
+        "{name}: {} IDs issued twice after a namespace was prepared right after a wipe",
+        count - all.len()
     );
 }

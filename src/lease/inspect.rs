@@ -6,6 +6,8 @@
 
 use core::fmt;
 
+use crate::clock::units::Moment;
+
 pub use super::backend::inspect::{
     Caveat, Inspect, Listing, Severity, Survey, Transport, Verified,
 };
@@ -71,11 +73,10 @@ impl fmt::Display for Condition {
                 "no trace here (no marker, no record): no generator has leased in it, or the \
                  registry lost it (a restart without persistence, a failover, a restore) or it \
                  was deleted (FLUSHALL, its tables dropped, its keys or rows deleted), and \
-                 nothing tells which. Generators that held ids in it run to their fences, \
-                 then lease again, each waiting the TTL and the skew allowance from the \
-                 moment it saw the loss; the next build waits as long, once. If it is new \
-                 and never was used, `flakegen leases init` declares it so, and its first \
-                 build starts at once",
+                 nothing tells which. Generators that held ids in it can no longer renew: \
+                 each runs to its fence, then leases again by itself, waiting the TTL and the \
+                 skew allowance from the moment it saw the loss, and no ID is issued twice; \
+                 the next build waits as long, once",
             ),
             Condition::NoMarker { records } => write!(
                 f,
@@ -89,21 +90,22 @@ impl fmt::Display for Condition {
                 marker_unix_millis: 0,
                 gone,
             } if gone.is_empty() => f.write_str(
-                "declared new (or seen to begin by the registry), and nothing lost since: \
-                 every record is vouched for",
+                "seen to begin by the registry, and nothing lost since: every record is \
+                 vouched for",
             ),
             Condition::Vouched {
                 marker_unix_millis,
                 gone,
             } => {
                 if *marker_unix_millis == 0 {
-                    f.write_str("declared new")?;
+                    f.write_str("vouched for since the registry saw it begin")?;
                 } else {
                     write!(
                         f,
-                        "vouched for since its marker, unix ms {marker_unix_millis} (the \
-                         moment the registry found it new, emptied, or past a loss: ids with \
-                         no record waited the TTL and the skew allowance past it)"
+                        "vouched for since its marker, {} (the moment the registry found it \
+                         with no marker: new, emptied, or past a loss; ids with no record \
+                         wait the TTL and the skew allowance past it)",
+                        Moment::now(*marker_unix_millis)
                     )?;
                 }
                 if gone.is_empty() {
@@ -112,10 +114,11 @@ impl fmt::Display for Condition {
                 let ids: Vec<String> = gone.iter().take(10).map(u64::to_string).collect();
                 write!(
                     f,
-                    "; but the records of {} id(s) handed out since are gone (deleted by \
-                     hand?): {}{}. Their holders run to their fences and lease again, and \
-                     whoever takes them next waits the TTL and the skew allowance from the \
-                     moment the registry is seen without them",
+                    "; but the records of {} id(s) handed out since are lost (deleted by \
+                     hand?): {}{}. Their holders can no longer renew: they run to their \
+                     fences and lease again by themselves, and whoever takes those ids next \
+                     waits the TTL and the skew allowance from the moment the registry is \
+                     seen without them, so no ID is issued twice",
                     gone.len(),
                     ids.join(", "),
                     if gone.len() > 10 { ", …" } else { "" }
@@ -149,11 +152,8 @@ mod tests {
     #[test]
     fn a_listing_says_what_the_loss_rule_reads_in_it() {
         assert_eq!(listing(None, 0, &[]).condition(), Condition::NoTrace);
-        assert!(
-            Condition::NoTrace
-                .to_string()
-                .contains("flakegen leases init")
-        );
+        // Emptied and new look alike: no advice may assume it is new.
+        assert!(!Condition::NoTrace.to_string().contains("leases init"));
         assert_eq!(
             listing(None, 0, &[0, 1]).condition(),
             Condition::NoMarker { records: 2 }
@@ -171,7 +171,7 @@ mod tests {
             listing(Some(0), 1, &[0])
                 .condition()
                 .to_string()
-                .contains("declared new")
+                .contains("saw it begin")
         );
     }
 }

@@ -327,6 +327,6 @@ pub use self::error::InvalidTerms;
 pub(crate) use self::error::Refused;
 pub use self::handle::Release;
 pub(crate) use self::handle::{LeaseHandle, Pending};
-pub use self::protocol::{ClockVerdict, StartCause};
+pub use self::protocol::{ClockVerdict, Readiness, StartCause};
 pub use self::settings::{DEFAULT_RELEASE_WAIT, DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
 pub use self::status::{LeaseState, LeaseStatus};

@@ -11,6 +11,7 @@ use super::backend::LeaseError;
 #[cfg(test)]
 use super::backend::Record;
 use super::backend::{Expect, NewRecord, RecordState, Registry, Snapshot};
+use crate::clock::units::Moment;
 
 /// How many times in a row an acquisition may lose a race that nobody won
 /// before it gives up: a registry whose swaps fail while its records stay
@@ -113,9 +114,9 @@ pub enum StartCause {
     /// record of waits the TTL and the skew allowance past it. A marker is
     /// written when a namespace is first seen (new, or emptied: an empty
     /// namespace proves nothing), after a loss of data, and after a change
-    /// of history (a failover, a restore). A namespace known to be new can
-    /// be declared so once, before its first build, and skips this wait:
-    /// `flakegen leases init` ([`Registry::declare_new`](super::backend::Registry::declare_new)).
+    /// of history (a failover, a restore). A namespace made ready before
+    /// its first build (`flakegen leases init`, [`Lease::prepare`](super::Lease::prepare))
+    /// has paid this wait before its services start.
     Marker {
         /// The marker, in ms since 1970.
         marker_unix_millis: u64,
@@ -150,27 +151,30 @@ impl fmt::Display for StartCause {
             StartCause::Predecessor => f.write_str("the id's previous holder left its fence there"),
             StartCause::Marker { marker_unix_millis } => write!(
                 f,
-                "the registry vouches for the namespace only from unix ms {marker_unix_millis} \
-                 (it found the namespace empty, new or emptied, or lost its data or history \
-                 then), and an id it holds no record of waits the TTL and the skew allowance \
-                 past that; a namespace known to be new can be declared so before its first \
-                 build (flakegen leases init) and start at once"
+                "the registry vouches for the namespace only from its marker, {} (written \
+                 when the namespace was found with none: new, or emptied, and nothing tells \
+                 which; or after a loss of data or history), and an id it holds no record of \
+                 waits the TTL and the skew allowance past that. `flakegen leases init`, run \
+                 once before services start, pays this wait for them",
+                Moment::now(marker_unix_millis)
             ),
             StartCause::Forgotten { seen_unix_millis } => write!(
                 f,
-                "the id was handed out and its record is gone (deleted by hand?), seen at unix \
-                 ms {seen_unix_millis}: it waits the TTL and the skew allowance past that"
+                "the id was handed out and its record is gone (deleted by hand?), seen at {}: \
+                 it waits the TTL and the skew allowance past that",
+                Moment::now(seen_unix_millis)
             ),
             StartCause::Healing { seen_unix_millis } => write!(
                 f,
-                "this generator saw its lease's record or marker gone at unix ms \
-                 {seen_unix_millis}, and trusts no emptied registry: it waits the TTL and the \
-                 skew allowance past that"
+                "this generator saw its lease's record or marker gone at {}, and trusts no \
+                 emptied registry: it waits the TTL and the skew allowance past that",
+                Moment::now(seen_unix_millis)
             ),
             StartCause::Rollbacks { seen_unix_millis } => write!(
                 f,
                 "Lease::wait_out_rollbacks is on: every grant waits the TTL and the skew \
-                 allowance past its read (unix ms {seen_unix_millis})"
+                 allowance past its read ({})",
+                Moment::now(seen_unix_millis)
             ),
         }
     }
@@ -422,6 +426,68 @@ impl ClockVerdict {
             ClockVerdict::Within
         }
     }
+}
+
+/// When builds in a namespace start at once, as [`Lease::prepare`](super::Lease::prepare)
+/// finds it: what `flakegen leases init` waits for and reports.
+///
+/// An id that was never handed out since the namespace's marker is fenced
+/// at the marker plus the TTL plus the skew allowance (rule 6): that is the
+/// only wait a build in a namespace with no live holders may have, and it
+/// passes once, for every generator, whoever marked the namespace. So a
+/// namespace is readied by marking it and letting its marker age, never by
+/// taking anyone's word that it is new: a declaration could not tell a new
+/// namespace from one emptied under running generators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Readiness {
+    /// The registry's clock when it was read, in ms since 1970.
+    pub server_unix_millis: u64,
+    /// The namespace's marker in force, in ms since 1970.
+    pub marker_unix_millis: u64,
+    /// Whether this call wrote the marker: the namespace had none, so it is
+    /// new, or was emptied (a `FLUSHALL`, its tables dropped, its keys
+    /// deleted), and nothing tells which.
+    pub marked: bool,
+    /// From when a build takes a fresh id at once, in ms since 1970 by the
+    /// registry's clock: the marker plus the TTL plus the skew allowance.
+    pub ready_unix_millis: u64,
+}
+
+impl Readiness {
+    /// How long until builds start at once, by the registry's clock as it
+    /// was read; zero once they do.
+    pub fn wait(&self) -> Duration {
+        Duration::from_millis(
+            self.ready_unix_millis
+                .saturating_sub(self.server_unix_millis),
+        )
+    }
+}
+
+/// Marks the namespace if it has no marker, as its first build would, and
+/// says when builds in it start at once (see [`Readiness`]).
+pub(crate) fn readiness(
+    registry: &dyn Registry,
+    terms: &Terms<'_>,
+) -> Result<Readiness, LeaseError> {
+    let mut snapshot = registry.read(terms.namespace, terms.workers, None)?;
+    let marked = snapshot.marker_unix_millis.is_none();
+    if marked {
+        registry.mark(terms.namespace)?;
+        snapshot = registry.read(terms.namespace, terms.workers, None)?;
+    }
+    let marker_unix_millis = match snapshot.marker_unix_millis {
+        Some(marker) => marker,
+        // Emptied again between the two steps: what a build would do.
+        None => registry.mark(terms.namespace)?,
+    };
+    Ok(Readiness {
+        server_unix_millis: snapshot.server_unix_millis,
+        marker_unix_millis,
+        marked,
+        ready_unix_millis: terms.unrecorded_fence(marker_unix_millis),
+    })
 }
 
 /// Takes a free id for `token`, reading the holder's clock (ms) with

@@ -5,12 +5,14 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::backend::{Registry, check_namespace};
+use super::backend::{LeaseError, Registry, check_namespace};
 use super::error::{InvalidTerms, Refused};
 use super::handle::Pending;
 use super::keeper::{self, Keeping};
+use super::protocol::{self, Readiness, Terms};
 use super::status::Shared;
 use crate::clock::Clock;
+use crate::clock::units::millis;
 use crate::layout::Layout;
 
 /// The default of [`Lease::ttl`]: 10 s.
@@ -201,6 +203,42 @@ impl Lease {
         self.ttl
             .saturating_add(self.skew)
             .saturating_add(Duration::from_secs(1))
+    }
+
+    /// Makes the namespace ready for builds that start at once: marks it
+    /// if it has no marker, as its first build would, and says when a build
+    /// takes a fresh id without waiting ([`Readiness::wait`]). Call it again
+    /// once that time has passed to see it hold (a loss meanwhile writes a
+    /// later marker). It takes nobody's word that the namespace is new, so
+    /// it is safe whatever the registry's past: an emptied namespace's old
+    /// holders have stopped before its marker has aged the TTL and the skew
+    /// allowance. `flakegen leases init` is this call, waited out.
+    ///
+    /// # Errors
+    ///
+    /// The registry's errors, and an invalid namespace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::lease::{Lease, MemoryRegistry};
+    ///
+    /// let lease = Lease::new(MemoryRegistry::new(), "orders");
+    /// let readiness = lease.prepare()?;
+    /// // A registry that lives in this process saw its namespaces begin.
+    /// assert!(readiness.wait().is_zero());
+    /// # Ok::<(), flakegen::lease::LeaseError>(())
+    /// ```
+    pub fn prepare(&self) -> Result<Readiness, LeaseError> {
+        check_namespace(&self.namespace)?;
+        let terms = Terms {
+            namespace: &self.namespace,
+            workers: 1,
+            ttl_millis: millis(self.ttl),
+            skew_millis: millis(self.skew),
+            wait_out_rollbacks: false,
+        };
+        protocol::readiness(&*self.registry, &terms)
     }
 
     /// Checks the terms as a generator of `layout` with no `max_lead` would:

@@ -22,7 +22,31 @@ pub mod server;
 
 use std::time::Duration;
 
+use flakegen::lease::Lease;
 use flakegen::{Builder, Layout, ManualClock, Snowflake, Strategy};
+
+/// Makes every lease's namespace ready for builds that start at once
+/// (`Lease::prepare`, what `flakegen leases init` does): all are marked
+/// first and their waits, the TTL and the skew each, are waited out
+/// together.
+pub fn ready(leases: &[&Lease]) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut wait = Duration::ZERO;
+        for lease in leases {
+            let readiness = lease.prepare().unwrap();
+            wait = wait.max(readiness.wait());
+        }
+        if wait.is_zero() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "namespaces not ready within 60 s"
+        );
+        std::thread::sleep(wait);
+    }
+}
 
 /// 2024-01-01T00:00:00Z, comfortably after every preset's epoch.
 pub const START_MS: u64 = 1_704_067_200_000;

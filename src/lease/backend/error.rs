@@ -194,15 +194,6 @@ pub enum LeaseError {
         /// What the member said.
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
-    /// A namespace could not be declared new
-    /// ([`Registry::declare_new`](super::Registry::declare_new)): the
-    /// registry holds a trace of it, or cannot tell.
-    NotNew {
-        /// The namespace.
-        namespace: String,
-        /// What was found.
-        trace: String,
-    },
     /// The server answered with an error.
     Server {
         /// The server's address.
@@ -360,12 +351,6 @@ impl fmt::Display for LeaseError {
                 f,
                 "lease registry at {address} holds no leases: no generator has leased from it \
                  yet (the first one creates what it needs)"
-            ),
-            LeaseError::NotNew { namespace, trace } => write!(
-                f,
-                "lease namespace {namespace:?} cannot be declared new: {trace}. Its first \
-                 build waits the TTL and the skew allowance instead, which is always safe; \
-                 a namespace with a trace of use may have generators that still issue"
             ),
             LeaseError::Server { address, source } => {
                 write!(

@@ -344,42 +344,6 @@ impl Registry for MemoryRegistry {
         Ok(Some(server_unix_millis))
     }
 
-    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-        super::check_namespace(namespace)?;
-        let mut state = self.answer()?;
-        let trace = if state.marks.contains_key(namespace) {
-            Some("it has a marker".to_owned())
-        } else if state.records.keys().any(|(ns, _)| ns == namespace) {
-            Some("it has records".to_owned())
-        } else if let Some(at) = state.deleted.get(namespace) {
-            Some(format!("it was deleted at unix ms {at}"))
-        } else {
-            match state.began_unix_millis {
-                Some(0) => None,
-                Some(at) => Some(format!("the registry lost its data at unix ms {at}")),
-                None => Some(
-                    "the registry is a replica promoted, whose primary's namespaces are unknown"
-                        .to_owned(),
-                ),
-            }
-        };
-        if let Some(trace) = trace {
-            return Err(LeaseError::NotNew {
-                namespace: namespace.to_owned(),
-                trace,
-            });
-        }
-        state.marks.insert(
-            namespace.to_owned(),
-            Mark {
-                unix_millis: 0,
-                high_water: 0,
-                server: self.shared.server,
-            },
-        );
-        Ok(())
-    }
-
     fn inspect(&self) -> Option<&dyn Inspect> {
         Some(self)
     }

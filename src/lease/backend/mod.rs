@@ -191,8 +191,7 @@ pub trait Registry: Send + Sync + 'static {
     /// (one of another history: a failover, a restore). Never earlier: a
     /// namespace with no marker is new, or was emptied (a `FLUSHALL`, its
     /// tables dropped, its keys deleted, a backup from before it existed
-    /// restored), and nothing in an empty store tells which. Only
-    /// [`declare_new`](Self::declare_new) writes an earlier one. A registry
+    /// restored), and nothing in an empty store tells which. A registry
     /// that knows its whole history (a [`MemoryRegistry`](super::MemoryRegistry),
     /// which lives and dies with its process) may say when its data began.
     ///
@@ -225,26 +224,6 @@ pub trait Registry: Send + Sync + 'static {
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError>;
 
-    /// Declares `namespace` new: writes its marker as 0, so that its first
-    /// generators start at once rather than wait the TTL and the skew
-    /// allowance (`flakegen leases init`). Only where the namespace has no
-    /// trace in the registry: no marker, no record, no index entry, and its
-    /// name among none the registry keeps of namespaces it has seen. A
-    /// namespace emptied by hand shows none of them, so whoever calls this
-    /// vouches that no generator has ever leased in it, or that all that
-    /// did have stopped for longer than the TTL and the skew allowance.
-    ///
-    /// # Errors
-    ///
-    /// [`LeaseError::NotNew`] with the trace found, or, by default, for a
-    /// registry that cannot tell; the connection's errors.
-    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-        Err(LeaseError::NotNew {
-            namespace: namespace.to_owned(),
-            trace: "this registry cannot tell a new namespace from an emptied one".to_owned(),
-        })
-    }
-
     /// Whose clock the times this registry returns are read from. Default:
     /// [`TimeBase::Server`].
     fn time_base(&self) -> TimeBase {
@@ -272,9 +251,6 @@ macro_rules! forward_registry {
             }
             fn swap(&self, namespace: &str, worker: u64, expect: Expect, record: &NewRecord<'_>) -> Result<Option<u64>, LeaseError> {
                 (**self).swap(namespace, worker, expect, record)
-            }
-            fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-                (**self).declare_new(namespace)
             }
             fn time_base(&self) -> TimeBase {
                 (**self).time_base()

@@ -396,50 +396,6 @@ impl Registry for EtcdRegistry {
         Ok(self.txn(&txn)?.succeeded.then_some(now))
     }
 
-    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-        let keys = self.keys(namespace)?;
-        let not_new = |trace: String| LeaseError::NotNew {
-            namespace: namespace.to_owned(),
-            trace,
-        };
-        for _ in 0..4 {
-            let mut txn = Txn::new();
-            let head_gets = Self::head_gets(&mut txn, &keys);
-            let name = txn.get(&keys.name);
-            let any = txn.scan(&keys.base, None, 1, true);
-            let answer = self.txn(&txn)?;
-            let head = self.head(&answer, &head_gets)?;
-            if head.mark.is_some() {
-                return Err(not_new(format!("it has a mark ({})", keys.mark)));
-            }
-            if self.kv(&answer, name)?.is_some() {
-                return Err(not_new(format!(
-                    "its name is among the prefix's namespaces ({})",
-                    keys.name
-                )));
-            }
-            if let Some(kv) = self.kvs(&answer, any)?.first() {
-                return Err(not_new(format!("it has keys ({})", kv.key)));
-            }
-            let Some(epoch) = head.epoch_in_force else {
-                self.new_epoch(&head, &keys)?;
-                continue;
-            };
-            let mut txn = Txn::new();
-            txn.value_is(&keys.epoch, head.epoch_text().unwrap_or_default());
-            txn.created_at(&keys.mark, 0);
-            txn.created_at(&keys.name, 0);
-            txn.put(&keys.mark, &format!("{epoch} 0 0"));
-            txn.put(&keys.name, "");
-            if self.txn(&txn)?.succeeded {
-                return Ok(());
-            }
-        }
-        Err(not_new(
-            "other clients marked it or the prefix meanwhile".to_owned(),
-        ))
-    }
-
     fn time_base(&self) -> TimeBase {
         TimeBase::Client
     }

@@ -11,8 +11,8 @@ use mysql_async::{Conn, Opts, Row};
 
 use self::session::Session;
 use self::statements::{
-    COLUMNS, DECLARE_NEW, GAP, MARK, MARK_IN_FORCE, NOW_MS, RAISE, SENTINEL, SLICE, SWAP_ADOPT,
-    SWAP_INSERT, SWAP_UPDATE,
+    COLUMNS, GAP, MARK, MARK_IN_FORCE, NOW_MS, RAISE, SENTINEL, SLICE, SWAP_ADOPT, SWAP_INSERT,
+    SWAP_UPDATE,
 };
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
@@ -350,36 +350,6 @@ impl Registry for MysqlRegistry {
                     }
                 };
                 Ok(written.then(|| u64::try_from(now).unwrap_or(0)))
-            }
-            .await;
-            (conn, result)
-        })
-    }
-
-    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-        super::check_namespace(namespace)?;
-        let ns = namespace.to_owned();
-        self.run(|mut conn| async move {
-            let result = async {
-                conn.exec_drop(DECLARE_NEW, (&ns, &ns)).await?;
-                if conn.affected_rows() == 1 {
-                    return Ok(());
-                }
-                let marked: Option<i64> = conn
-                    .exec_first(
-                        "SELECT 1 FROM flakegen_namespaces WHERE namespace = ?",
-                        (&ns,),
-                    )
-                    .await?;
-                let trace = if marked.is_some() {
-                    "it has a marker row in flakegen_namespaces"
-                } else {
-                    "it has rows in flakegen_leases"
-                };
-                Err(Failure::Lease(LeaseError::NotNew {
-                    namespace: ns.clone(),
-                    trace: trace.to_owned(),
-                }))
             }
             .await;
             (conn, result)

@@ -97,12 +97,3 @@ pub(super) const MARK: &str = concat!(
      cursor_at = IF(stamp = VALUES(stamp), cursor_at, 0), \
      stamp = VALUES(stamp)"
 );
-
-/// Writes the namespace's marker as 0, where it has no marker row and no
-/// record.
-pub(super) const DECLARE_NEW: &str = concat!(
-    "INSERT IGNORE INTO flakegen_namespaces (namespace, marker_ms, stamp) \
-     SELECT ?, 0, ",
-    stamp!(),
-    " FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM flakegen_leases WHERE namespace = ?)"
-);

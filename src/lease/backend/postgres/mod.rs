@@ -11,7 +11,7 @@ use tokio_postgres::Row;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use self::session::Session;
-use self::statements::{CANDIDATES, DECLARE_NEW, HEAD, MARK, MARK_IN_FORCE, SENTINEL};
+use self::statements::{CANDIDATES, HEAD, MARK, MARK_IN_FORCE, SENTINEL};
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
 use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
@@ -245,35 +245,6 @@ impl Registry for PostgresRegistry {
                 }
                 None => Ok(None),
             }
-        })
-    }
-
-    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-        super::check_namespace(namespace)?;
-        self.run(|client| async move {
-            if client
-                .query_opt(&*DECLARE_NEW, &[&namespace])
-                .await?
-                .is_some()
-            {
-                return Ok(());
-            }
-            let marked = client
-                .query_opt(
-                    "SELECT 1 FROM flakegen_namespaces WHERE namespace = $1",
-                    &[&namespace],
-                )
-                .await?
-                .is_some();
-            let trace = if marked {
-                "it has a marker row in flakegen_namespaces"
-            } else {
-                "it has rows in flakegen_leases"
-            };
-            Err(Failure::Lease(LeaseError::NotNew {
-                namespace: namespace.to_owned(),
-                trace: trace.to_owned(),
-            }))
         })
     }
 

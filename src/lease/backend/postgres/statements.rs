@@ -156,14 +156,3 @@ pub(super) static MARK: LazyLock<String> = LazyLock::new(|| {
          WHERE m.stamp <> excluded.stamp RETURNING marker_ms"
     )
 });
-
-/// Writes the namespace `$1`'s marker as 0, where it has no marker row and
-/// no record.
-pub(super) static DECLARE_NEW: LazyLock<String> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO flakegen_namespaces (namespace, marker_ms, stamp) \
-         SELECT $1, 0, {STAMP} \
-         WHERE NOT EXISTS (SELECT 1 FROM flakegen_leases WHERE namespace = $1) \
-         ON CONFLICT (namespace) DO NOTHING RETURNING 1"
-    )
-});

@@ -81,7 +81,6 @@ struct Scripts {
     mark: Script,
     swap: Script,
     head: Script,
-    declare: Script,
 }
 
 /// The scripts' shared beginnings: the server's clock and process, the
@@ -103,7 +102,6 @@ impl Scripts {
             mark: lua!("mark.lua"),
             swap: lua!("swap.lua"),
             head: lua!("head.lua"),
-            declare: lua!("declare.lua"),
         }
     }
 }
@@ -295,22 +293,6 @@ impl Registry for RedisRegistry {
                 .flatten()
                 .map(Some)
                 .ok_or_else(|| self.corrupt(&reply)),
-        }
-    }
-
-    fn declare_new(&self, namespace: &str) -> Result<(), LeaseError> {
-        let (index, prefix) = keys(namespace)?;
-        let not_new = |trace: String| LeaseError::NotNew {
-            namespace: namespace.to_owned(),
-            trace,
-        };
-        if let Some(key) = self.scan(&format!("{prefix}*"), 1)?.first() {
-            return Err(not_new(format!("it has records ({key})")));
-        }
-        match self.invoke(&self.scripts.declare.key(&index))? {
-            Value::BulkString(trace) if trace.is_empty() => Ok(()),
-            Value::BulkString(trace) => Err(not_new(String::from_utf8_lossy(&trace).into_owned())),
-            other => Err(self.corrupt(&other)),
         }
     }
 
