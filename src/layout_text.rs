@@ -57,7 +57,7 @@ impl Layout {
 
 /// Milliseconds since 1970, shown as RFC 3339 in UTC.
 #[derive(Clone, Copy, Debug)]
-struct Rfc3339(u64);
+pub(crate) struct Rfc3339(pub(crate) u64);
 
 impl fmt::Display for Rfc3339 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

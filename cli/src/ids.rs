@@ -43,6 +43,13 @@ pub(crate) struct New {
     /// The namespace of the lease, as in `Lease::new(registry, namespace)`.
     #[arg(long, requires = "lease")]
     namespace: Option<String>,
+    /// The lease's TTL (`Lease::ttl`), in ms: the generators' of the
+    /// namespace.
+    #[arg(long, requires = "lease", default_value_t = lease::DEFAULT_TTL.as_millis() as u64)]
+    ttl_ms: u64,
+    /// The lease's skew allowance (`Lease::skew`), in ms.
+    #[arg(long, requires = "lease", default_value_t = lease::DEFAULT_SKEW.as_millis() as u64)]
+    skew_ms: u64,
     /// How many IDs per strategy: at least 1.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     count: u64,
@@ -62,7 +69,7 @@ fn lease_help() -> String {
         "Or lease the worker id from this registry: a {} URL, among the generators of \
          --namespace; it is given back when the run ends. A namespace the registry has no \
          trace of waits the TTL and the skew allowance once (12 s), unless `flakegen leases \
-         init` declared it new",
+         init` waited it out before; the wait, and why, is said as it begins",
         flakegen::lease::RegistryKind::schemes_said()
     )
 }
@@ -84,9 +91,11 @@ pub(crate) struct Decode {
     /// rest are decoded.
     ids: Vec<String>,
     /// The layout they were made with: twitter, discord, sonyflake,
-    /// instagram or javascript, or a custom layout's fields.
-    #[arg(long, default_value = "twitter")]
-    layout: Layout,
+    /// instagram or javascript, or a custom layout's fields. Default: the
+    /// layout a `flakegen new --json` line names, else twitter; one that
+    /// names another layout than this is refused.
+    #[arg(long)]
+    layout: Option<Layout>,
     /// One JSON object per line.
     #[arg(long)]
     json: bool,
@@ -107,6 +116,8 @@ struct Line<'a> {
     /// The strategy that made the ID, or the layout it was decoded with.
     source: (&'a str, &'a str),
     format: Format,
+    /// The layout, named in JSON so that `decode` reads it back.
+    layout: String,
 }
 
 impl<'a> Line<'a> {
@@ -125,6 +136,7 @@ impl<'a> Line<'a> {
             discord: *layout == Layout::DISCORD,
             source,
             format,
+            layout: layout.to_string(),
         })
     }
 
@@ -146,6 +158,7 @@ impl<'a> Line<'a> {
                 "time": time,
                 "unix_ms": self.unix_millis,
                 "sequence": self.sequence,
+                "layout": self.layout,
                 source_key: source,
             });
             if self.discord {
@@ -176,7 +189,11 @@ pub(crate) fn new(args: &New) -> Result<(), Failed> {
     let (builder, from) = match (&args.lease, args.worker, args.worker_from.as_deref()) {
         (Some(url), _, _) => {
             let namespace = args.namespace.clone().unwrap_or_default();
-            let lease = Lease::new(lease::connect(url).map_err(Failed::lease)?, namespace);
+            let lease = Lease::new(lease::connect(url).map_err(Failed::lease)?, namespace)
+                .ttl(std::time::Duration::from_millis(args.ttl_ms))
+                .skew(std::time::Duration::from_millis(args.skew_ms));
+            // A first build in a new namespace waits: say why at once.
+            crate::events::show();
             (builder.lease(lease), "a lease".to_owned())
         }
         (None, Some(worker), _) => (
@@ -225,11 +242,19 @@ pub(crate) fn new(args: &New) -> Result<(), Failed> {
 /// after the rest. An ID whose time lies ahead of this host's clock gets a
 /// warning: it was likely made with another layout.
 pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
-    let name = args.layout.to_string();
     let mut failed = false;
     let now = show::unix_millis(std::time::SystemTime::now());
-    // Decodes one ID; whether it failed.
-    let one = |place: &str, text: &str| -> bool {
+    // Decodes one ID, made with the layout a line names if any; whether
+    // it failed.
+    let one = |place: &str, text: &str, named: Option<&str>| -> bool {
+        let layout = match layout_of(named, args.layout) {
+            Ok(layout) => layout,
+            Err(e) => {
+                eprintln!("error: {place}: {text}: {e}");
+                return true;
+            }
+        };
+        let name = layout.to_string();
         let (id, format) = match parse(text, args.read_as) {
             Ok(parsed) => parsed,
             Err(e) => {
@@ -237,7 +262,7 @@ pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
                 return true;
             }
         };
-        match Line::new(&args.layout, id, ("layout", &name), format) {
+        match Line::new(&layout, id, ("layout", &name), format) {
             Ok(line) => {
                 line.print(args.json);
                 // A minute of slack: clocks disagree that much and more.
@@ -268,7 +293,7 @@ pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
                 continue;
             };
             match id_of_line(line) {
-                Ok(Some(text)) => failed |= one(&place, &text),
+                Ok(Some((text, named))) => failed |= one(&place, &text, named.as_deref()),
                 Ok(None) => {}
                 Err(e) => {
                     eprintln!("error: {place}: {e}");
@@ -278,7 +303,7 @@ pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
         }
     } else {
         for (number, text) in args.ids.iter().enumerate() {
-            failed |= one(&format!("argument {}", number + 1), text);
+            failed |= one(&format!("argument {}", number + 1), text, None);
         }
     }
     if failed {
@@ -288,18 +313,46 @@ pub(crate) fn decode(args: &Decode) -> Result<(), Failed> {
     }
 }
 
-/// The ID a line of input holds: its first word, or, for a JSON object
-/// (`flakegen new --json`), its `id`. `None` for a blank line.
-fn id_of_line(line: &str) -> Result<Option<String>, String> {
+/// The layout to decode with: the one a line names (`flakegen new
+/// --json`), which `--layout` may repeat but not contradict; else
+/// `--layout`; else Twitter's.
+fn layout_of(named: Option<&str>, given: Option<Layout>) -> Result<Layout, String> {
+    let Some(named) = named else {
+        return Ok(given.unwrap_or(Layout::TWITTER));
+    };
+    let layout: Layout = named
+        .parse()
+        .map_err(|e| format!("its \"layout\", {named:?}, does not read: {e}"))?;
+    match given {
+        Some(given) if given != layout => Err(format!(
+            "it was made with the layout {layout}, but --layout says {given}: drop \
+             --layout to decode it with its own, or give the one it names"
+        )),
+        _ => Ok(layout),
+    }
+}
+
+/// The ID a line of input holds, and the layout it names: its first word,
+/// or, for a JSON object (`flakegen new --json`), its `id` and `layout`.
+/// `None` for a blank line.
+fn id_of_line(line: &str) -> Result<Option<(String, Option<String>)>, String> {
     let line = line.trim();
     if !line.starts_with('{') {
-        return Ok(line.split_whitespace().next().map(str::to_owned));
+        return Ok(line
+            .split_whitespace()
+            .next()
+            .map(|id| (id.to_owned(), None)));
     }
     let object: serde_json::Value =
         serde_json::from_str(line).map_err(|e| format!("not a JSON object: {e}"))?;
+    let layout = match &object["layout"] {
+        serde_json::Value::String(layout) => Some(layout.clone()),
+        serde_json::Value::Null => None,
+        _ => return Err("a JSON object whose \"layout\" is not a string".to_owned()),
+    };
     match &object["id"] {
-        serde_json::Value::String(id) => Ok(Some(id.clone())),
-        serde_json::Value::Number(id) => Ok(Some(id.to_string())),
+        serde_json::Value::String(id) => Ok(Some((id.clone(), layout))),
+        serde_json::Value::Number(id) => Ok(Some((id.to_string(), layout))),
         _ => Err("a JSON object without an \"id\"".to_owned()),
     }
 }

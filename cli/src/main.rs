@@ -31,6 +31,7 @@ macro_rules! say {
 }
 
 mod check;
+mod events;
 mod ids;
 mod layout;
 mod leases;
@@ -65,7 +66,8 @@ enum Command {
     /// SQL functions that decode a layout's IDs and bound them by time.
     Sql(sql::Args),
     /// The leases of a namespace in a registry; `leases check` checks the
-    /// registry itself; `leases init` declares a new namespace.
+    /// registry itself; `leases init` makes a namespace ready for builds
+    /// that start at once.
     Leases(leases::Args),
 }
 

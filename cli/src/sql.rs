@@ -102,9 +102,25 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
         },
         args.layout
     );
+    say!(
+        "-- Functions for IDs of the layout {}: {p}time, {p}worker and {p}sequence of an \
+         ID;\n-- {p}first_id and {p}last_id of a time, the bounds of an index range scan.",
+        args.layout
+    );
     match args.dialect {
-        Dialect::Postgres => postgres(p, &n),
-        Dialect::Mysql => mysql(p, &n),
+        Dialect::Postgres => {
+            say!("-- Times are timestamptz: an instant, whatever the session's TimeZone.");
+            postgres(p, &n);
+        }
+        Dialect::Mysql => {
+            say!(
+                "-- Times are DATETIME(6) in UTC: pass UTC_TIMESTAMP(6), not NOW(), which is\n\
+                 -- the session's time zone (or SET time_zone = '+00:00' first). With the\n\
+                 -- binary log on, creating functions needs SUPER or\n\
+                 -- log_bin_trust_function_creators = 1 (these are DETERMINISTIC NO SQL)."
+            );
+            mysql(p, &n);
+        }
     }
     Ok(())
 }

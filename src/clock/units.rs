@@ -2,7 +2,10 @@
 //! home for converting between them. Each conversion saturates rather than
 //! wraps, and says which way it rounds.
 
+use core::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::layout_text::Rfc3339;
 
 pub(crate) const NANOS_PER_MILLI: u64 = 1_000_000;
 
@@ -48,9 +51,89 @@ pub(crate) fn lead_millis(to_millis: u64, from_millis: u64) -> i64 {
     i64::try_from(lead).unwrap_or(if lead < 0 { i64::MIN } else { i64::MAX })
 }
 
+/// An instant as a person reads it in a message: RFC 3339 in UTC to the
+/// millisecond, and how long ago it was or how soon it comes, by the clock
+/// that `now_millis` was read from: `2026-12-01T19:05:31.808Z, 3.2 s ago`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Moment {
+    pub(crate) unix_millis: u64,
+    pub(crate) now_millis: u64,
+}
+
+impl Moment {
+    /// `unix_millis`, aged by the system's clock when it is said.
+    pub(crate) fn now(unix_millis: u64) -> Moment {
+        Moment {
+            unix_millis,
+            now_millis: unix_millis_now(),
+        }
+    }
+}
+
+/// The system's clock, in ms since 1970.
+pub(crate) fn unix_millis_now() -> u64 {
+    unix_millis(SystemTime::now())
+}
+
+impl fmt::Display for Moment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}, ", Rfc3339(self.unix_millis))?;
+        let lead = lead_millis(self.unix_millis, self.now_millis);
+        if lead == 0 {
+            return f.write_str("now");
+        }
+        let span = Span(lead.unsigned_abs());
+        if lead > 0 {
+            write!(f, "in {span}")
+        } else {
+            write!(f, "{span} ago")
+        }
+    }
+}
+
+/// A span of milliseconds, sized to be read: `412 ms`, `3.2 s`, `4.1 min`,
+/// `3.0 h`, `12.3 days`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span(pub(crate) u64);
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0;
+        let of = |unit: u64| ms as f64 / unit as f64;
+        if ms < 1_000 {
+            write!(f, "{ms} ms")
+        } else if ms < 120_000 {
+            write!(f, "{:.1} s", of(1_000))
+        } else if ms < 7_200_000 {
+            write!(f, "{:.1} min", of(60_000))
+        } else if ms < 172_800_000 {
+            write!(f, "{:.1} h", of(3_600_000))
+        } else {
+            write!(f, "{:.1} days", of(86_400_000))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instants_are_said_with_their_age() {
+        let at = 1_796_151_863_658;
+        let said = |now| {
+            Moment {
+                unix_millis: at,
+                now_millis: now,
+            }
+            .to_string()
+        };
+        assert_eq!(said(at + 3_200), "2026-12-01T19:04:23.658Z, 3.2 s ago");
+        assert_eq!(said(at - 412), "2026-12-01T19:04:23.658Z, in 412 ms");
+        assert_eq!(said(at), "2026-12-01T19:04:23.658Z, now");
+        assert_eq!(Span(3 * 3_600_000).to_string(), "3.0 h");
+        assert_eq!(Span(5 * 86_400_000).to_string(), "5.0 days");
+    }
 
     #[test]
     fn conversions_saturate_and_round_as_named() {

@@ -7,7 +7,9 @@
 use core::fmt;
 use std::time::Duration;
 
+use crate::clock::units::Moment;
 use crate::id::IdError;
+use crate::layout_text::Rfc3339;
 
 /// Why an ID could not be issued: the only error of
 /// [`IdGenerator`](crate::IdGenerator)'s methods.
@@ -100,16 +102,18 @@ impl fmt::Display for IssueError {
             ),
             IssueError::TimestampExhausted { end_unix_millis } => write!(
                 f,
-                "the layout's timestamp ran out at unix ms {end_unix_millis}: check that the clock \
-                 is right, then move to a layout with a later epoch or more timestamp bits"
+                "the layout's timestamp ran out at {}: check that the clock is right, then \
+                 move to a layout with a later epoch or more timestamp bits",
+                Moment::now(end_unix_millis)
             ),
             IssueError::LeaseLost { fence_unix_millis } => write!(
                 f,
-                "this generator has reached its lease's fence (unix ms {fence_unix_millis}) and \
-                 may not issue past it yet: it will once a renewal is confirmed, or once it has \
-                 leased a worker id again, which it does by itself; retry shortly. Its lease() \
-                 says which, and until when; only with Lease::reacquire off is a loss final \
-                 (then build a new generator)"
+                "this generator has reached its lease's fence ({}) and may not issue past it \
+                 yet: it will once a renewal is confirmed, or once it has leased a worker id \
+                 again, which it does by itself; retry shortly. Its lease() says which, and \
+                 until when; only with Lease::reacquire off is a loss final (then build a new \
+                 generator)",
+                Moment::now(fence_unix_millis)
             ),
             IssueError::ShutDown => f.write_str(
                 "this generator was shut down and gave its worker id back: build a new \
@@ -215,22 +219,25 @@ impl fmt::Display for BuildError {
                 now_unix_millis,
             } => write!(
                 f,
-                "the layout's epoch (unix ms {epoch_unix_millis}) is after the clock \
-                 (unix ms {now_unix_millis}): fix the clock or choose an epoch in the past"
+                "the layout's epoch ({}) is after the clock ({}): fix the clock or choose an \
+                 epoch in the past",
+                Rfc3339(*epoch_unix_millis),
+                Rfc3339(*now_unix_millis)
             ),
             BuildError::ResumeAfterOtherLayout(e) => {
                 write!(f, "cannot resume after that id: {e}")
             }
             BuildError::ResumeAfterExhausted { end_unix_millis } => write!(
                 f,
-                "cannot resume after that id: it is the layout's last (the layout ends at \
-                 unix ms {end_unix_millis}); move to a layout with a later epoch or more timestamp bits"
+                "cannot resume after that id: it is the layout's last (the layout ends at {}); \
+                 move to a layout with a later epoch or more timestamp bits",
+                Rfc3339(*end_unix_millis)
             ),
             BuildError::LayoutExhausted { end_unix_millis } => write!(
                 f,
-                "the layout ran out of time at unix ms {end_unix_millis}, and the clock reads \
-                 past it: check that the clock is right, or move to a layout with a later \
-                 epoch or more timestamp bits"
+                "the layout ran out of time at {}, and the clock reads past it: check that the \
+                 clock is right, or move to a layout with a later epoch or more timestamp bits",
+                Rfc3339(*end_unix_millis)
             ),
             BuildError::ResumeAhead { wait_nanos } => write!(
                 f,
@@ -254,9 +261,10 @@ impl fmt::Display for BuildError {
                 end_unix_millis,
             } => write!(
                 f,
-                "worker id {worker} is fenced past the layout's end (unix ms {end_unix_millis}): \
-                 its previous holder ran a clock far ahead, or the layout ran out of time; \
-                 check the clocks, or move to a layout with a later epoch or more timestamp bits"
+                "worker id {worker} is fenced past the layout's end ({}): its previous holder \
+                 ran a clock far ahead, or the layout ran out of time; check the clocks, or \
+                 move to a layout with a later epoch or more timestamp bits",
+                Rfc3339(*end_unix_millis)
             ),
             BuildError::WorkerAndLease => f.write_str(
                 "both a worker id and a lease were given: drop Builder::worker, \

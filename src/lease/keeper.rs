@@ -18,7 +18,7 @@ use super::fence;
 use super::protocol::{self, Holding, Lost, StartCause, Terms, Unconfirmed};
 use super::slot::Done;
 use super::status::{ClaimId, LeaseState, Shared, Stop};
-use crate::clock::units::{lead_millis, millis};
+use crate::clock::units::{Moment, Span, lead_millis, millis};
 use crate::meter;
 
 /// One lease event at `level` (a constant), with the fields every lease
@@ -108,7 +108,7 @@ pub(crate) fn run(keeping: Keeping, shared: &Shared) {
         let _acquired = Done(&shared.acquired);
         match keeping.acquire_for_the_build(shared) {
             Ok(held) => {
-                announce(shared, &held, None);
+                announce(&keeping, shared, &held, None);
                 // A build that went away (a cancelled future) has asked for
                 // the release already: `keep` makes it.
                 shared.acquired.fill(Ok(()));
@@ -382,7 +382,7 @@ impl Keeping {
     ) -> (Phase, Instant) {
         match self.acquire(shared, Some(&lost)) {
             Ok(mut held) => {
-                announce(shared, &held, Some(old.worker()));
+                announce(self, shared, &held, Some(old.worker()));
                 *said = Said::default();
                 let starts = held.previous_fence_unix_millis;
                 let now = shared.now_ms();
@@ -474,7 +474,7 @@ impl Keeping {
 /// Puts `held` in force: the generator's view of its lease, and the event
 /// that says so. `previous`: the worker of the lease lost, for a lease
 /// taken again (healing).
-fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
+fn announce(keeping: &Keeping, shared: &Shared, held: &Held, previous: Option<u64>) {
     let (worker, fence) = (held.holding.worker, held.holding.fence_unix_millis);
     let starts = held.previous_fence_unix_millis;
     shared.hold(
@@ -494,10 +494,22 @@ fn announce(shared: &Shared, held: &Held, previous: Option<u64>) {
     let cause = held.cause;
     match previous {
         None if waits => {
-            let message = format!(
-                "lease acquired: its IDs start at {}: {cause}",
-                when(shared, starts)
-            );
+            let message = match cause {
+                StartCause::Marker { marker_unix_millis } => format!(
+                    "lease acquired, and the build waits {} (the TTL, {}, and the skew \
+                     allowance, {}, past namespace {:?}'s marker, {}), until {}: {cause}",
+                    Span(starts.saturating_sub(shared.now_ms())),
+                    Span(millis(keeping.ttl)),
+                    Span(millis(keeping.skew)),
+                    shared.namespace,
+                    when(shared, marker_unix_millis),
+                    when(shared, starts),
+                ),
+                _ => format!(
+                    "lease acquired: its IDs start at {}: {cause}",
+                    when(shared, starts)
+                ),
+            };
             event!(
                 Level::INFO,
                 shared,
@@ -567,16 +579,11 @@ fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said, until: &str) -
     true
 }
 
-/// `unix ms <at>, <n> ms from now` (or `reached`), by the generator's clock.
-fn when(shared: &Shared, at_unix_millis: u64) -> String {
-    let now = shared.now_ms();
-    if at_unix_millis > now {
-        format!(
-            "unix ms {at_unix_millis}, {} ms from now",
-            at_unix_millis - now
-        )
-    } else {
-        format!("unix ms {at_unix_millis}, reached")
+/// `2026-12-01T19:05:31.808Z, in 12.0 s`, by the generator's clock.
+fn when(shared: &Shared, at_unix_millis: u64) -> Moment {
+    Moment {
+        unix_millis: at_unix_millis,
+        now_millis: shared.now_ms(),
     }
 }
 

@@ -9,7 +9,7 @@ use super::claim::Claim;
 use super::protocol::StartCause;
 use super::slot::Slot;
 use crate::clock::Clock;
-use crate::clock::units::floor_millis;
+use crate::clock::units::{Moment, floor_millis};
 use crate::layout::Layout;
 use crate::meter;
 
@@ -203,10 +203,12 @@ impl Shared {
             // The generator refuses until the new lease's IDs may start.
             state = LeaseState::Reacquiring;
             last_error = Some(format!(
-                "worker id {} leased again; its IDs start at unix ms {}, {} ms from now",
+                "worker id {} leased again; its IDs start at {}",
                 claim.worker(),
-                status.starts_unix_millis,
-                status.starts_unix_millis - now_ms
+                Moment {
+                    unix_millis: status.starts_unix_millis,
+                    now_millis: now_ms,
+                }
             ));
         } else if state == LeaseState::Held && now_ms >= fence_unix_millis {
             // The generator refuses at its fence: say so even before a renewal has failed.
