@@ -1,20 +1,26 @@
 //! `flakegen new`, `decode` and `layout`, and the command line's
 //! conventions: what a user sees, and the exit status.
 
+mod raw_times;
+
 use std::process::{Command, Output};
 
 fn flakegen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flakegen"))
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegen"))
         .args(args)
         .output()
-        .unwrap()
+        .unwrap();
+    raw_times::refuse_raw_times(&out, false);
+    out
 }
 
 fn stdout(output: &Output) -> String {
+    raw_times::refuse_raw_times(output, false);
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 fn stderr(output: &Output) -> String {
+    raw_times::refuse_raw_times(output, false);
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
@@ -410,4 +416,107 @@ fn the_worker_id_comes_from_a_statefulset_ordinal() {
     let out = new("orders-1024");
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("0 to 1023"), "{}", stderr(&out));
+}
+
+/// What `flakegen decode` says of `input` on stdin, given `args`.
+fn decode_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flakegen"))
+        .arg("decode")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// `flakegen new --layout discord --json | flakegen decode`: the JSON line
+/// names its layout and decode uses it (it printed 2022 dates, with
+/// Twitter's epoch, and exited 0); a `--layout` that contradicts it is
+/// refused with exit 2, one that repeats it is fine.
+#[test]
+fn decode_uses_the_layout_a_json_line_names() {
+    let made = flakegen(&[
+        "new",
+        "--layout",
+        "discord",
+        "--worker",
+        "37",
+        "--strategy",
+        "atomic",
+        "--json",
+        "--count",
+        "2",
+    ]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(
+        stdout(&made).contains(r#""layout":"discord""#),
+        "{}",
+        stdout(&made)
+    );
+    let out = decode_stdin(&[], &made.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let year = humantime_year();
+    for line in stdout(&out).lines() {
+        assert!(line.contains("layout=discord"), "{line}");
+        assert!(line.contains("worker=1 process=5"), "{line}");
+        assert!(line.contains(&format!(" {year}-")), "{line}");
+    }
+    let out = decode_stdin(&["--layout", "discord"], &made.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = decode_stdin(&["--layout", "twitter"], &made.stdout);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("made with the layout discord, but --layout says twitter"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+}
+
+/// This year, as `flakegen new` prints times.
+fn humantime_year() -> String {
+    let made = flakegen(&[
+        "new",
+        "--worker",
+        "1",
+        "--strategy",
+        "atomic",
+        "--count",
+        "1",
+    ]);
+    let time = stdout(&made).split_whitespace().nth(1).unwrap().to_owned();
+    time[..4].to_owned()
+}
+
+/// The check that every test runs over the outputs can fail: a raw time
+/// in prose is caught, a JSON line's and a key=value's are not.
+#[test]
+fn the_raw_time_check_catches_one() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let output = |text: &str| Output {
+        status: std::process::ExitStatus::from_raw(0),
+        stdout: text.as_bytes().to_vec(),
+        stderr: vec![],
+    };
+    for raw in [
+        "the fence (unix ms 1796151863658) was reached",
+        "the fence, 1796151863658, was reached",
+    ] {
+        let caught = std::panic::catch_unwind(|| raw_times::refuse_raw_times(&output(raw), true));
+        assert!(caught.is_err(), "not caught: {raw}");
+    }
+    for fine in [
+        r#"{"unix_ms":1796151863658}"#,
+        "epoch_unix_millis=1288834974657",
+        "2026-12-01T19:04:23.658Z, 3.2 s ago",
+    ] {
+        raw_times::refuse_raw_times(&output(fine), true);
+    }
 }

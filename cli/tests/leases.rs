@@ -11,6 +11,8 @@
 //! the marker away, one changes Redis' eviction policy and one MariaDB's
 //! log flushing, so the tests of this file run one at a time.
 
+mod raw_times;
+
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -42,13 +44,16 @@ fn registries() -> Vec<&'static str> {
 const SERVER_CLOCKED: [&str; 3] = ["mysql", "postgres", "redis"];
 
 fn flakegen(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flakegen"))
+    let out = Command::new(env!("CARGO_BIN_EXE_flakegen"))
         .args(args)
         .output()
-        .unwrap()
+        .unwrap();
+    raw_times::refuse_raw_times(&out, true);
+    out
 }
 
 fn said(output: &Output) -> String {
+    raw_times::refuse_raw_times(output, true);
     format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),

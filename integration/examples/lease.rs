@@ -9,13 +9,20 @@
 //! cargo run -p flakegen-integration --release --example lease -- "$FLAKEGEN_TEST_POSTGRES_URL"
 //! ```
 //!
-//! Let `--duration-ms` run out and it releases its id: a third one started
-//! then takes that id over at once, above the last ID its predecessor issued.
-//! (Killed with Ctrl-C, it cannot release: the id is free again once its
-//! lease expires, after the TTL.) `--clock-offset-ms` plays a host whose
-//! clock is wrong.
+//! The lease's events go to stderr as they happen: a first build in a new
+//! namespace says at once that it waits the TTL and the skew allowance, and
+//! why. If the registry loses the lease (a `FLUSHALL`, a restart), the
+//! generator leases again by itself: the example prints the lease's state
+//! while IDs are refused, and issues again once the new lease's IDs start,
+//! with no rebuild.
 //!
-//! Any error prints one line naming what failed and exits non-zero.
+//! Let `--duration-ms` run out (counted from the first ID) and it releases
+//! its id: a third one started then takes that id over at once, above the
+//! last ID its predecessor issued. (Killed with Ctrl-C, it cannot release:
+//! the id is free again once its lease expires, after the TTL.)
+//! `--clock-offset-ms` plays a host whose clock is wrong.
+//!
+//! Any other error prints one line naming what failed and exits non-zero.
 
 use std::process::ExitCode;
 use std::thread;
@@ -23,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use flakegen::lease::{self, Lease};
-use flakegen::{Builder, Clock, Error, IdGenerator, Layout, Strategy, SystemClock};
+use flakegen::{Builder, Clock, Error, IdGenerator, IssueError, Layout, Strategy, SystemClock};
 
 /// Lease a worker id from a registry (mysql://, postgres:// or redis:// URL) and issue IDs.
 #[derive(Parser)]
@@ -59,7 +66,8 @@ struct Args {
     /// Print one ID every this many ms.
     #[arg(long, default_value_t = 1_000)]
     interval_ms: u64,
-    /// Stop after this long, releasing the id (default: run until stopped).
+    /// Stop this long after the first ID, releasing the id (default: run
+    /// until stopped).
     #[arg(long)]
     duration_ms: Option<u64>,
 }
@@ -90,8 +98,9 @@ fn builder(args: &Args) -> Result<Builder<OffsetClock>, Error> {
         .lease(lease))
 }
 
-/// Prints an ID with its worker and lease every interval.
-fn show(args: &Args, deadline: Option<Instant>) -> Result<(), Error> {
+/// Prints an ID with its worker and lease every interval; while the lease
+/// refuses (lost, and leased again by the generator), what it says.
+fn show(args: &Args) -> Result<(), Error> {
     let generator = builder(args)?.build(args.strategy)?;
     let layout = *generator.layout();
     eprintln!(
@@ -99,8 +108,26 @@ fn show(args: &Args, deadline: Option<Instant>) -> Result<(), Error> {
         generator.worker(),
         args.namespace
     );
+    let mut deadline = None;
     while deadline.is_none_or(|d| Instant::now() < d) {
-        let id = generator.next_id()?;
+        let id = match generator.next_id() {
+            Ok(id) => id,
+            // Lost: the generator leases again by itself; say where it
+            // stands, and try again.
+            Err(e @ IssueError::LeaseLost { .. }) => {
+                let state = generator
+                    .lease()
+                    .map(|l| format!("{:?}: {}", l.state, l.last_error.unwrap_or_default()));
+                eprintln!("refused ({e}); the lease: {}", state.unwrap_or_default());
+                thread::sleep(Duration::from_millis(args.interval_ms));
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        deadline = deadline.or_else(|| {
+            args.duration_ms
+                .map(|ms| Instant::now() + Duration::from_millis(ms))
+        });
         let fields = layout.decode(id)?;
         let lease = generator
             .lease()
@@ -121,10 +148,22 @@ fn show(args: &Args, deadline: Option<Instant>) -> Result<(), Error> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let deadline = args
-        .duration_ms
-        .map(|ms| Instant::now() + Duration::from_millis(ms));
-    match show(&args, deadline) {
+    // The lease's events, as a service logs them: their messages, which say
+    // times as a person reads them.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .fmt_fields(tracing_subscriber::fmt::format::debug_fn(
+            |writer, field, value| {
+                if field.name() == "message" {
+                    write!(writer, "{value:?}")
+                } else {
+                    Ok(())
+                }
+            },
+        ))
+        .init();
+    match show(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
