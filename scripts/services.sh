@@ -12,7 +12,8 @@
 # The services: postgres, redis, mariadb, etcd, and the pairs postgres-pair,
 # redis-pair, mariadb-pair. Every one takes start, stop, restart, exports,
 # wipe [NAMESPACE [WORKER]] (everything of flakegen's, one namespace, one
-# record) and pid-file; the pairs also primary, cut (the replica stops
+# record), plant-marker NAMESPACE MS (its marker replaced by one of another
+# history, dated MS) and pid-file; the pairs also primary, cut (the replica stops
 # replicating), promote (the primary dies, the replica takes writes),
 # rejoin (the other member rebuilt from the primary) and crash; then each
 # its own (flip, writable both|one, dump, undump, backup, unbackup for

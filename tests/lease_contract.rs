@@ -25,7 +25,7 @@ use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry};
 use flakegen_contract::{Failover, Fixture, Frozen, Wipe};
 
 mod memory {
-    flakegen_contract::suite!(super::Memory::default(), freeze, failover, inspect);
+    flakegen_contract::suite!(super::Memory::default(), freeze, failover, inspect, plant);
 }
 
 // Each registry's replicated service: a pair through an address that
@@ -39,7 +39,8 @@ mod postgres {
         Replicated::new(&crate::common::postgres::SERVER),
         freeze,
         failover,
-        inspect
+        inspect,
+        plant
     );
 }
 
@@ -50,7 +51,8 @@ mod redis {
         Replicated::new(&crate::common::redis::SERVER),
         freeze,
         failover,
-        inspect
+        inspect,
+        plant
     );
 }
 
@@ -61,7 +63,8 @@ mod mysql {
         Replicated::new(&crate::common::mysql::SERVER),
         freeze,
         failover,
-        inspect
+        inspect,
+        plant
     );
 }
 
@@ -71,7 +74,8 @@ mod etcd {
     flakegen_contract::suite!(
         Replicated::new(&crate::common::etcd::SERVER),
         freeze,
-        inspect
+        inspect,
+        plant
     );
 }
 
@@ -178,6 +182,11 @@ impl Fixture for Memory {
             Wipe::Record(namespace, worker) => registry.delete_record(namespace, worker),
             other => panic!("no such wipe: {other:?}"),
         }
+    }
+
+    fn plant_marker(&self, namespace: &str, marker_unix_millis: u64) -> bool {
+        lock(&self.current).plant_marker(namespace, marker_unix_millis);
+        true
     }
 
     fn freeze(&self) -> Option<Frozen> {

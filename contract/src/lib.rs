@@ -125,6 +125,16 @@ pub trait Fixture: Send + Sync {
         None
     }
 
+    /// Replaces `namespace`'s marker by one of another history (another
+    /// server's, an older copy's), dated `marker_unix_millis`, with the
+    /// server's own tools: what a failover to a server whose clock runs
+    /// ahead leaves, or a restore. Returns `false` if this fixture cannot
+    /// (then leave `plant` out of [`suite!`]'s capabilities).
+    fn plant_marker(&self, namespace: &str, marker_unix_millis: u64) -> bool {
+        let _ = (namespace, marker_unix_millis);
+        false
+    }
+
     /// The registry's server with a replica that a failover promotes;
     /// `None` if this fixture has none (then leave `failover` out of
     /// [`suite!`]'s capabilities).
@@ -202,13 +212,14 @@ impl std::fmt::Debug for Frozen {
 ///
 /// ```text
 /// flakegen_contract::suite!(fixture);                            // the rules every registry keeps
-/// flakegen_contract::suite!(fixture, freeze, failover, inspect); // and those of its capabilities
+/// flakegen_contract::suite!(fixture, freeze, failover, inspect, plant); // and those of its capabilities
 /// ```
 ///
 /// The capabilities: `freeze` (the fixture can stop its server answering:
 /// [`Fixture::freeze`]), `failover` (it has a replica to promote:
 /// [`Fixture::failover`]), `inspect` (the registry shows an operator its
-/// records: [`Registry::inspect`](flakegen::lease::backend::Registry::inspect)).
+/// records: [`Registry::inspect`](flakegen::lease::backend::Registry::inspect)),
+/// `plant` (it can plant a marker of another history: [`Fixture::plant_marker`]).
 /// A capability named is a promise: its rules fail if the fixture cannot
 /// keep it.
 ///
@@ -298,9 +309,14 @@ macro_rules! __capability {
             a_listing_shows_every_record_and_the_marker,
         );
     };
+    (plant) => {
+        $crate::__tests!(steps:
+            a_marker_replaced_is_never_moved_back,
+        );
+    };
     ($other:ident) => {
         compile_error!(concat!(
-            "no capability `", stringify!($other), "`: use freeze, failover or inspect"
+            "no capability `", stringify!($other), "`: use freeze, failover, inspect or plant"
         ));
     };
 }

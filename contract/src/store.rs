@@ -44,6 +44,17 @@ impl<'a> Store<'a> {
         self.fixture.wipe(wipe);
     }
 
+    /// The namespace's marker replaced by one of another history.
+    pub(crate) fn plant_marker(&self, namespace: &str, marker_unix_millis: u64) {
+        assert!(
+            self.fixture.plant_marker(namespace, marker_unix_millis),
+            "{}: this fixture cannot plant a marker, and this test needs it: implement \
+             Fixture::plant_marker, or run the suite without it (leave `plant` out of suite!'s \
+             capabilities)",
+            self.name()
+        );
+    }
+
     /// The registry stops answering until the guard is dropped.
     pub(crate) fn freeze(&self) -> Frozen {
         self.fixture.freeze().unwrap_or_else(|| {

@@ -113,6 +113,15 @@ primary_of() {
   echo "$noted"
 }
 
+# The SQL that replaces a namespace's ($1) marker by one of another
+# history dated $2 (ms since 1970): what a failover to a server whose clock
+# ran ahead, or a restore, leaves behind.
+plant_marker_sql() {
+  local ns=${1//\'/\'\'} ms=$2
+  echo "UPDATE flakegen_namespaces SET marker_ms = $ms, stamp = 'planted: another history' \
+        WHERE namespace = '$ns'"
+}
+
 # A wipe's SQL for a namespace ($1) and worker ($2), either optional:
 # everything of flakegen's, one namespace, or one record.
 wipe_sql() {

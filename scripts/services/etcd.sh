@@ -219,4 +219,12 @@ wipe_etcd() {
   fi
 }
 
+# Namespace $1's mark replaced by one of another epoch (1, of 1970), dated
+# $2 (ms since 1970): what a restore or a rebuilt cluster leaves behind.
+plant_marker_etcd() {
+  local ns=${1//%/%25}
+  ns=${ns//\//%2F}
+  etcdctl_root put "/flakegen/ns/$ns/mark" "1 $2 0" >/dev/null
+}
+
 pid_file_etcd() { echo "$dir/etcd/$(etcd_member "${1:-leader}").pid"; }

@@ -86,6 +86,9 @@ crash_mariadb() {
 }
 
 wipe_mariadb() { mariadb --socket="$dir/mariadb/mariadb.sock" flakegen -e "$(wipe_sql "$@")"; }
+plant_marker_mariadb() {
+  mariadb --socket="$dir/mariadb/mariadb.sock" flakegen -e "$(plant_marker_sql "$@")"
+}
 
 # --- mariadb-pair -----------------------------------------------------------
 
@@ -244,6 +247,9 @@ rejoin_mariadb_pair() {
 
 wipe_mariadb_pair() {
   mariadb_pair_sql "$(primary_of mariadb-pair)" "USE flakegen; $(wipe_sql "$@")"
+}
+plant_marker_mariadb_pair() {
+  mariadb_pair_sql "$(primary_of mariadb-pair)" "USE flakegen; $(plant_marker_sql "$@")"
 }
 
 # The lease table saved as mariadb-dump has it, its sentinel row among the rows.

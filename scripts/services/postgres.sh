@@ -87,6 +87,7 @@ pg_sql_at() {
 }
 
 wipe_postgres() { pg_sql_at "$pg_port" "$(wipe_sql "$@")" >/dev/null; }
+plant_marker_postgres() { pg_sql_at "$pg_port" "$(plant_marker_sql "$@")" >/dev/null; }
 
 # --- postgres-pair ----------------------------------------------------------
 
@@ -218,6 +219,9 @@ rejoin_postgres_pair() {
 
 wipe_postgres_pair() {
   pg_pair_sql "$(primary_of postgres-pair)" "$(wipe_sql "$@")" >/dev/null
+}
+plant_marker_postgres_pair() {
+  pg_pair_sql "$(primary_of postgres-pair)" "$(plant_marker_sql "$@")" >/dev/null
 }
 
 # The lease table saved as pg_dump has it (its rows, the sentinel among them).

@@ -68,6 +68,11 @@ redis_wipe_at() {
 
 wipe_redis() { redis_wipe_at "$redis_port" "$@"; }
 
+# Namespace $2's marker replaced by one of another server process ($1 the
+# port), dated $3 (ms since 1970).
+redis_plant_at() { redis_cli_at "$1" set "flakegen:{$2}:mark" "00000000000000000000000000000000000000fe:$3:0" >/dev/null; }
+plant_marker_redis() { redis_plant_at "$redis_port" "$@"; }
+
 # --- redis-pair -------------------------------------------------------------
 
 redis_pair_port() { if [ "$1" = a ]; then echo "$redis_a_port"; else echo "$redis_b_port"; fi; }
@@ -184,6 +189,7 @@ rejoin_redis_pair() {
 }
 
 wipe_redis_pair() { redis_wipe_at "$(redis_pair_port "$(primary_of redis-pair)")" "$@"; }
+plant_marker_redis_pair() { redis_plant_at "$(redis_pair_port "$(primary_of redis-pair)")" "$@"; }
 
 pid_file_redis() { echo "$dir/redis.pid"; }
 pid_file_redis_pair() { redis_pair_pid_file "$(primary_of redis-pair)"; }

@@ -139,6 +139,14 @@ impl Fixture for Replicated {
         self.lose();
     }
 
+    fn plant_marker(&self, namespace: &str, marker_unix_millis: u64) -> bool {
+        self.services(
+            "plant-marker",
+            &[namespace, &marker_unix_millis.to_string()],
+        );
+        true
+    }
+
     fn wipe(&self, wipe: Wipe<'_>) {
         match wipe {
             Wipe::Everything => self.services("wipe", &[]),

@@ -136,6 +136,21 @@ impl MemoryRegistry {
         self.state().records.remove(&(namespace.to_owned(), worker));
     }
 
+    /// Replaces a namespace's marker by one of another server, dated
+    /// `marker_unix_millis`: what a failover to a server whose clock runs
+    /// ahead leaves behind. For the contract suite's fixtures.
+    #[doc(hidden)]
+    pub fn plant_marker(&self, namespace: &str, marker_unix_millis: u64) {
+        self.state().marks.insert(
+            namespace.to_owned(),
+            Mark {
+                unix_millis: marker_unix_millis,
+                high_water: 0,
+                server: SERVERS.fetch_add(1, Ordering::Relaxed),
+            },
+        );
+    }
+
     /// A copy of this registry's data as it stands now, answering as
     /// another server: a replica whose replication stops here, which a
     /// failover then promotes. It holds every record written so far and
