@@ -29,7 +29,7 @@ pub enum Condition {
         records: usize,
     },
     /// The registry vouches for the namespace's records since the marker:
-    /// 0 for a namespace declared new, or one a registry saw begin.
+    /// 0 for a namespace a registry saw begin (a `MemoryRegistry`).
     Vouched {
         /// The marker, in ms since 1970.
         marker_unix_millis: u64,
@@ -171,7 +171,7 @@ mod tests {
             listing(Some(0), 1, &[0])
                 .condition()
                 .to_string()
-                .contains("saw it begin")
+                .contains("seen to begin")
         );
     }
 }

@@ -158,10 +158,11 @@
 //! - a marker written where there was none is the registry's clock at that
 //!   moment ([`Registry::mark`](backend::Registry::mark)), so a new
 //!   namespace's first builds wait the TTL and the skew once, the same as an
-//!   emptied one's; a namespace an operator declares new before its first
-//!   build (`flakegen leases init`, [`Registry::declare_new`](backend::Registry::declare_new))
-//!   gets the marker 0 and starts at once: refused where the registry holds
-//!   any trace of it. [`LeaseStatus::start_cause`] says which bound set a
+//!   emptied one's. `flakegen leases init` ([`Lease::prepare`]) pays that
+//!   wait at install time instead: it marks the namespace and waits it
+//!   out, so that its services' builds start at once. It takes nobody's
+//!   word that a namespace is new: a declaration could not tell a new
+//!   namespace from one emptied under running generators. [`LeaseStatus::start_cause`] says which bound set a
 //!   lease's start, and the `lease acquired` event says why it waits.
 //!
 //! And a generator that has **seen** its lease's record, its marker or its
