@@ -319,6 +319,27 @@ fn a_namespace_made_ready_starts_at_once() {
             !text.contains("waits"),
             "{backend}: a ready namespace's build waited: {text}"
         );
+        // Without init, the first build says at once that it waits, why,
+        // and what pays that wait before services start.
+        let fresh = format!("{ns}-fresh");
+        let out = flakegen(&[
+            "new",
+            "--lease",
+            &url,
+            "--namespace",
+            &fresh,
+            "--count",
+            "1",
+            "--ttl-ms",
+            TTL_MS,
+            "--skew-ms",
+            SKEW_MS,
+        ]);
+        let text = said(&out);
+        assert!(out.status.success(), "{backend}: {text}");
+        for words in ["the build waits 1.5 s", "marker", "flakegen leases init"] {
+            assert!(text.contains(words), "{backend}: {text} lacks {words:?}");
+        }
         let out = init();
         let text = said(&out);
         assert!(out.status.success(), "{backend}: {text}");

@@ -497,7 +497,9 @@ fn announce(keeping: &Keeping, shared: &Shared, held: &Held, previous: Option<u6
             let message = match cause {
                 StartCause::Marker { marker_unix_millis } => format!(
                     "lease acquired, and the build waits {} (the TTL, {}, and the skew \
-                     allowance, {}, past namespace {:?}'s marker, {}), until {}: {cause}",
+                     allowance, {}, past namespace {:?}'s marker, {}), until {}: {cause}. \
+                     `flakegen leases init`, run once before services start, pays this wait \
+                     for them",
                     Span(starts.saturating_sub(shared.now_ms())),
                     Span(millis(keeping.ttl)),
                     Span(millis(keeping.skew)),

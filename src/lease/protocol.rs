@@ -154,8 +154,7 @@ impl fmt::Display for StartCause {
                 "the registry vouches for the namespace only from its marker, {} (written \
                  when the namespace was found with none: new, or emptied, and nothing tells \
                  which; or after a loss of data or history), and an id it holds no record of \
-                 waits the TTL and the skew allowance past that. `flakegen leases init`, run \
-                 once before services start, pays this wait for them",
+                 waits the TTL and the skew allowance past that",
                 Moment::now(marker_unix_millis)
             ),
             StartCause::Forgotten { seen_unix_millis } => write!(

@@ -167,6 +167,10 @@ impl Lease {
     /// `DEFAULT_TIMEOUT`: a slow registry costs them time, not a failure. A
     /// build whose open connection does not answer in that time leases
     /// again on a new one.
+    ///
+    /// It reaches flakegen's own registries, whose connections read the
+    /// bound; a [`Registry`] of your own keeps its own timeouts, and a
+    /// renewal through it is bounded by them alone.
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = Some(timeout);
         self

@@ -35,13 +35,26 @@ pub(crate) fn within<T>(budget: Budget, call: impl FnOnce() -> T) -> T {
 /// open connection that did not answer in time: one on a new connection
 /// may well succeed at once.
 pub(crate) fn within_noting<T>(budget: Budget, call: impl FnOnce() -> T) -> (T, bool) {
-    let before = BUDGET.replace(Some(budget));
-    let noted = GAVE_UP_OPEN.replace(false);
+    /// Puts the enclosing budget back however `call` ends, by a panic too:
+    /// a bound left behind would cut short every later call on the thread.
+    struct Restore {
+        before: Option<Budget>,
+        noted: bool,
+    }
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUDGET.set(self.before);
+            // An enclosing budget's calls include this one's.
+            GAVE_UP_OPEN.set(self.noted || GAVE_UP_OPEN.get());
+        }
+    }
+    let restore = Restore {
+        before: BUDGET.replace(Some(budget)),
+        noted: GAVE_UP_OPEN.replace(false),
+    };
     let result = call();
-    BUDGET.set(before);
     let gave_up = GAVE_UP_OPEN.get();
-    // An enclosing budget's calls include this one's.
-    GAVE_UP_OPEN.set(noted || gave_up);
+    drop(restore);
     (result, gave_up)
 }
 
@@ -85,6 +98,22 @@ mod tests {
         within(spent, || {
             assert_eq!(timeout(true), Duration::from_millis(1))
         });
+    }
+
+    #[test]
+    fn a_call_that_panics_leaves_no_budget_behind() {
+        let budget = Budget {
+            reused: Duration::from_millis(200),
+            fresh: Duration::from_millis(300),
+        };
+        let unwound = std::panic::catch_unwind(|| within(budget, || panic!("a call panicked")));
+        assert!(unwound.is_err());
+        assert_eq!(
+            timeout(false),
+            DEFAULT_TIMEOUT,
+            "the budget outlived its call"
+        );
+        assert_eq!(timeout(true), DEFAULT_TIMEOUT);
     }
 
     #[test]
