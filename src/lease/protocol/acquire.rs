@@ -1,0 +1,338 @@
+//! The acquisition: read, choose, swap, and again when another won the
+//! race. Races lost to other acquisitions are progress and do not count
+//! toward giving up; a write whose outcome is unknown is given back; every
+//! try is bounded (rule 7), and each read costs the live holders, not the
+//! id space (rule 9).
+
+use std::time::Duration;
+
+use super::Terms;
+use super::holding::Holding;
+use super::ids::fresh_version;
+use super::start::{Choice, Lost, StartCause};
+use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry, Snapshot};
+
+/// How many times in a row an acquisition may lose a race that nobody won
+/// before it gives up: a registry whose swaps fail while its records stay
+/// as they were is stuck, not contended.
+///
+/// A race lost to another acquisition is progress, and does not count:
+/// builds that start together (a deployment's pods, a shell loop of
+/// `flakegen new &`) first all choose the same id, and the unluckiest
+/// loses once to each of the others, however many. Those are bounded by
+/// the ids there are to win ([`MAX_RACES`]).
+const ATTEMPTS: u32 = 32;
+
+/// The most races an acquisition may lose in all, won by others or not:
+/// [`ATTEMPTS`] beyond one per id of the namespace, at most this. Each id
+/// taken by a winner is one fewer to race for, so only generators that
+/// keep releasing and leasing again could make a build lose more.
+const MAX_RACES: u64 = 1 << 12;
+
+/// The longest pause after a lost race. Each pause is random, below
+/// `1 ms << losses` up to this: contenders that chose alike spread out
+/// instead of choosing alike again (full jitter), and the registry sees a
+/// handful of swaps per id taken rather than one per contender.
+const BACKOFF_MAX: Duration = Duration::from_millis(64);
+
+/// The fewest ids a registry looks through per read for ids below the
+/// high-water mark whose records are gone, while it says `Snapshot::more`:
+/// bounds how often an acquisition that finds nothing else reads again.
+const FRESH_SLICE: u64 = 16;
+
+/// A lease just acquired.
+#[derive(Clone, Debug)]
+pub(crate) struct Grant {
+    pub(crate) holding: Holding,
+    /// Where its IDs start: the fence the previous holder left, or a later
+    /// one the rules set. This holder issues at or past it.
+    pub(crate) previous_fence_unix_millis: u64,
+    /// Which bound set that start.
+    pub(crate) cause: StartCause,
+}
+
+/// Takes a free id for `token`, reading the holder's clock (ms) with
+/// `now_ms`. A generator healing after a loss names the lease it `lost`:
+/// its old id is preferred if free, and if the registry shows that lease
+/// gone, the new one waits (see [`StartCause::Healing`]).
+pub(crate) fn acquire(
+    registry: &dyn Registry,
+    terms: &Terms<'_>,
+    token: &str,
+    now_ms: impl Fn() -> u64,
+    lost: Option<&Lost>,
+) -> Result<Grant, LeaseError> {
+    let prefer = lost.map(|l| l.worker);
+    let mut slices = terms.workers.div_ceil(FRESH_SLICE);
+    let max_races = terms
+        .workers
+        .saturating_add(u64::from(ATTEMPTS))
+        .min(MAX_RACES);
+    let mut attempts = 0;
+    let mut races: u32 = 0;
+    let mut all_races: u64 = 0;
+    // The race last lost: the id, what its swap expected, and the
+    // high-water mark it was chosen under.
+    let mut last_lost: Option<(Choice, u64)> = None;
+    while attempts < ATTEMPTS && all_races < max_races {
+        if races > 0 {
+            std::thread::sleep(backoff(races));
+        }
+        let now = now_ms();
+        let snapshot = registry.read(terms.namespace, terms.workers, prefer)?;
+        attempts += 1;
+        if let Some((lost_to, high_water)) = last_lost.take() {
+            if won_by_another(&snapshot, &lost_to, high_water) {
+                attempts -= 1;
+            }
+        }
+        terms.check_skew(now, snapshot.server_unix_millis)?;
+        let marker_unix_millis = match snapshot.marker_unix_millis {
+            Some(marker) => marker,
+            None => registry.mark(terms.namespace)?,
+        };
+        if snapshot.fresh_taken(marker_unix_millis) {
+            // A read of several steps saw the high-water mark, then a
+            // record written past it by an acquisition racing this one:
+            // another won.
+            races = races.saturating_add(1);
+            all_races += 1;
+            attempts -= 1;
+            continue;
+        }
+        let choice = match terms.choose(&snapshot, marker_unix_millis, now, prefer) {
+            Ok(choice) => choice,
+            // The registry looks below the high-water mark for ids whose
+            // records are gone a slice at a time.
+            Err(_) if snapshot.more && slices > 0 => {
+                slices -= 1;
+                attempts -= 1;
+                continue;
+            }
+            Err(held) => {
+                return Err(LeaseError::AllHeld {
+                    namespace: terms.namespace.to_owned(),
+                    held,
+                });
+            }
+        };
+        let (start, cause) = match terms.floor(&snapshot, lost) {
+            Some((floor, cause)) if floor > choice.start_unix_millis => (floor, cause),
+            _ => (choice.start_unix_millis, choice.cause),
+        };
+        let fence_unix_millis = terms.fence_from(start, now);
+        let version = fresh_version();
+        let write = NewRecord {
+            holder: token,
+            version,
+            ttl_millis: terms.ttl_millis,
+            fence_unix_millis,
+        };
+        match registry.swap(terms.namespace, choice.worker, choice.expect, &write) {
+            Ok(Some(_)) => {
+                return Ok(Grant {
+                    holding: Holding {
+                        token: token.to_owned(),
+                        worker: choice.worker,
+                        marker_unix_millis,
+                        fence_unix_millis,
+                        versions: vec![version],
+                    },
+                    previous_fence_unix_millis: start,
+                    cause,
+                });
+            }
+            // Another acquisition (or a loss) came between: look again.
+            Ok(None) => {
+                races = races.saturating_add(1);
+                all_races += 1;
+                last_lost = Some((choice, snapshot.high_water));
+                continue;
+            }
+            Err(e) => {
+                // The write may have landed: give it back, its fence where
+                // this lease's IDs would have started, which is no lower
+                // than the record's was.
+                let free = NewRecord {
+                    holder: "",
+                    version: fresh_version(),
+                    ttl_millis: 0,
+                    fence_unix_millis: start,
+                };
+                let mine = Expect {
+                    marker_unix_millis,
+                    version: Some(version),
+                };
+                let _ = registry.swap(terms.namespace, choice.worker, mine, &free);
+                return Err(e);
+            }
+        }
+    }
+    Err(LeaseError::Contended {
+        namespace: terms.namespace.to_owned(),
+        attempts: u32::try_from(all_races).unwrap_or(u32::MAX),
+    })
+}
+
+/// Whether `snapshot`, read after losing the race for `lost_to` (chosen
+/// under the high-water mark `high_water`), shows that another won it: the
+/// marker moved, the mark rose, or the id's record is no longer the one
+/// the swap expected.
+fn won_by_another(snapshot: &Snapshot, lost_to: &Choice, high_water: u64) -> bool {
+    let record = snapshot.records.iter().find(|r| r.worker == lost_to.worker);
+    snapshot.marker_unix_millis != Some(lost_to.expect.marker_unix_millis)
+        || snapshot.high_water != high_water
+        || record.map(|r| r.version) != lost_to.expect.version
+}
+
+/// The pause before the next try after `lost` races lost in a row.
+fn backoff(lost: u32) -> Duration {
+    let ceiling = BACKOFF_MAX.min(Duration::from_millis(1 << lost.min(16)));
+    let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(fresh_version() % nanos.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+    use crate::lease::protocol::fixtures::{now_ms, terms};
+
+    /// A registry where, `left` times, another generator takes the id an
+    /// acquisition chose just before its swap lands.
+    struct Outraced {
+        inner: crate::lease::MemoryRegistry,
+        left: std::sync::atomic::AtomicU32,
+    }
+
+    impl Registry for Outraced {
+        fn read(
+            &self,
+            ns: &str,
+            workers: u64,
+            prefer: Option<u64>,
+        ) -> Result<Snapshot, LeaseError> {
+            self.inner.read(ns, workers, prefer)
+        }
+        fn mark(&self, ns: &str) -> Result<u64, LeaseError> {
+            self.inner.mark(ns)
+        }
+        fn swap(
+            &self,
+            ns: &str,
+            worker: u64,
+            expect: Expect,
+            record: &NewRecord<'_>,
+        ) -> Result<Option<u64>, LeaseError> {
+            let outrace = self
+                .left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                    left.checked_sub(1)
+                });
+            if outrace.is_ok() {
+                let other = NewRecord {
+                    holder: "other",
+                    version: fresh_version(),
+                    ..*record
+                };
+                assert!(self.inner.swap(ns, worker, expect, &other)?.is_some());
+            }
+            self.inner.swap(ns, worker, expect, record)
+        }
+    }
+
+    fn outraced(times: u32) -> Outraced {
+        Outraced {
+            inner: crate::lease::MemoryRegistry::new(),
+            left: times.into(),
+        }
+    }
+
+    /// A registry whose swaps fail with nobody winning: stuck.
+    struct Stuck {
+        inner: crate::lease::MemoryRegistry,
+        swaps: std::sync::atomic::AtomicU32,
+    }
+
+    impl Registry for Stuck {
+        fn read(
+            &self,
+            ns: &str,
+            workers: u64,
+            prefer: Option<u64>,
+        ) -> Result<Snapshot, LeaseError> {
+            self.inner.read(ns, workers, prefer)
+        }
+        fn mark(&self, ns: &str) -> Result<u64, LeaseError> {
+            self.inner.mark(ns)
+        }
+        fn swap(
+            &self,
+            _: &str,
+            _: u64,
+            _: Expect,
+            _: &NewRecord<'_>,
+        ) -> Result<Option<u64>, LeaseError> {
+            self.swaps.fetch_add(1, Ordering::Relaxed);
+            Ok(None)
+        }
+    }
+
+    #[test]
+    fn an_acquisition_outlasts_a_crowd_choosing_alike() {
+        // As the last of 41 builds that started together: 40 races lost,
+        // more than `ATTEMPTS`, each to a build that took the id it chose.
+        let t = Terms {
+            workers: 64,
+            ..terms()
+        };
+        let registry = outraced(ATTEMPTS + 8);
+        let grant = acquire(&registry, &t, "me", now_ms, None).unwrap();
+        assert_eq!(grant.holding.worker, u64::from(ATTEMPTS + 8));
+    }
+
+    #[test]
+    fn an_acquisition_that_others_always_win_ends_when_the_ids_do() {
+        let t = Terms {
+            workers: 8,
+            ..terms()
+        };
+        let registry = outraced(u32::MAX);
+        match acquire(&registry, &t, "me", now_ms, None) {
+            Err(LeaseError::AllHeld { held, .. }) => assert_eq!(held, 8),
+            other => panic!("expected AllHeld, got {other:?}"),
+        }
+        assert_eq!(u32::MAX - registry.left.load(Ordering::Relaxed), 8);
+    }
+
+    #[test]
+    fn an_acquisition_whose_swaps_fail_with_nobody_winning_gives_up_in_bounded_tries() {
+        let t = Terms {
+            workers: 1024,
+            ..terms()
+        };
+        let registry = Stuck {
+            inner: crate::lease::MemoryRegistry::new(),
+            swaps: std::sync::atomic::AtomicU32::new(0),
+        };
+        match acquire(&registry, &t, "me", now_ms, None) {
+            Err(e @ LeaseError::Contended { attempts, .. }) => {
+                assert_eq!(attempts, ATTEMPTS);
+                assert_eq!(registry.swaps.load(Ordering::Relaxed), ATTEMPTS);
+                assert!(e.to_string().contains("build again"), "{e}");
+            }
+            other => panic!("expected Contended, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_pause_after_a_lost_race_is_random_and_bounded() {
+        for lost in 1..40 {
+            let ceiling = BACKOFF_MAX.min(Duration::from_millis(1 << lost.min(16)));
+            let pauses: Vec<_> = (0..50).map(|_| backoff(lost)).collect();
+            assert!(pauses.iter().all(|&p| p < ceiling), "{lost}: {pauses:?}");
+            assert!(pauses.iter().any(|&p| p != pauses[0]), "{lost}: {pauses:?}");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! What a held lease writes: renewals that move its fence forward only once
+//! the registry confirmed them (rule 1), never over a record that is gone
+//! or another's (rule 4), and a release that lowers only its own lease
+//! (rule 5).
+
+use super::Terms;
+use super::ids::fresh_version;
+use super::start::Lost;
+use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry};
+
+/// How many writes whose outcome is unknown a holder remembers.
+const IN_DOUBT: usize = 4;
+
+/// A lease this process holds, as far as it knows.
+#[derive(Clone, Debug)]
+pub(crate) struct Holding {
+    pub(crate) token: String,
+    pub(crate) worker: u64,
+    /// The marker the lease was taken under: every write names it.
+    pub(crate) marker_unix_millis: u64,
+    /// The fence the server confirmed: the generator issues below it.
+    pub(crate) fence_unix_millis: u64,
+    /// The versions the record may have: the last confirmed one first, then
+    /// those of writes whose replies were lost.
+    pub(super) versions: Vec<u64>,
+}
+
+/// Why a renewal did not confirm a new fence.
+#[derive(Debug)]
+pub(crate) enum Unconfirmed {
+    /// The record is gone, or another holder's, or another lease's: the
+    /// holder runs to its fence and stops (rule 4).
+    Lost(LeaseError),
+    /// The call failed, or wrote a fence this holder may not use; try again.
+    Failed(LeaseError),
+}
+
+impl Holding {
+    /// What a healing acquisition needs to know of this lease once lost.
+    pub(crate) fn as_lost(&self) -> Lost {
+        Lost {
+            worker: self.worker,
+            marker_unix_millis: self.marker_unix_millis,
+            fence_unix_millis: self.fence_unix_millis,
+        }
+    }
+
+    /// Extends the lease and moves the fence to a TTL past `now_ms` (never
+    /// back); returns the fence now confirmed (rule 1).
+    ///
+    /// The swap names this exact lease, marker and version, so a record that
+    /// is gone, or was written by anyone else since, is never written back
+    /// (rule 4).
+    pub(crate) fn renew(
+        &mut self,
+        registry: &dyn Registry,
+        terms: &Terms<'_>,
+        now_ms: u64,
+    ) -> Result<u64, Unconfirmed> {
+        let fence_unix_millis = terms.fence_from(self.fence_unix_millis, now_ms);
+        let token = self.token.clone();
+        let write = NewRecord {
+            holder: &token,
+            version: fresh_version(),
+            ttl_millis: terms.ttl_millis,
+            fence_unix_millis,
+        };
+        match self.swap(registry, terms, &write) {
+            Ok(Some(server_unix_millis)) => {
+                // The record is ours at the new version either way; whether
+                // its fence may be used depends on this clock.
+                terms
+                    .check_skew(now_ms, server_unix_millis)
+                    .map_err(Unconfirmed::Failed)?;
+                self.fence_unix_millis = fence_unix_millis;
+                Ok(fence_unix_millis)
+            }
+            Ok(None) => Err(Unconfirmed::Lost(terms.lost(self.worker))),
+            Err(e) => Err(Unconfirmed::Failed(e)),
+        }
+    }
+
+    /// Gives the lease up, lowering its fence to `high_water_ms` (the start
+    /// of the unit after the last ID issued), never above the confirmed
+    /// fence. Only this exact lease is written (rule 5). Returns whether it
+    /// was still this holder's to give up.
+    pub(crate) fn release(
+        &mut self,
+        registry: &dyn Registry,
+        terms: &Terms<'_>,
+        high_water_ms: u64,
+    ) -> Result<bool, LeaseError> {
+        let write = NewRecord {
+            holder: "",
+            version: fresh_version(),
+            ttl_millis: 0,
+            fence_unix_millis: high_water_ms.min(self.fence_unix_millis),
+        };
+        Ok(self.swap(registry, terms, &write)?.is_some())
+    }
+
+    /// Writes `write` over whichever version the record has of those it may
+    /// have; remembers `write`'s version as possible when the call fails.
+    fn swap(
+        &mut self,
+        registry: &dyn Registry,
+        terms: &Terms<'_>,
+        record: &NewRecord<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        while let Some(&version) = self.versions.first() {
+            let expect = Expect {
+                marker_unix_millis: self.marker_unix_millis,
+                version: Some(version),
+            };
+            match registry.swap(terms.namespace, self.worker, expect, record) {
+                Ok(Some(server_unix_millis)) => {
+                    self.versions = vec![record.version];
+                    return Ok(Some(server_unix_millis));
+                }
+                // Not at that version now, and never again: versions are not reused.
+                Ok(None) => {
+                    self.versions.remove(0);
+                }
+                Err(e) => {
+                    if self.versions.len() >= IN_DOUBT {
+                        self.versions.remove(1);
+                    }
+                    self.versions.push(record.version);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(None)
+    }
+}
