@@ -104,3 +104,40 @@ fn the_readme_names_only_files_and_tables_that_exist() {
         "the README's paths and tables were not found ({checked})"
     );
 }
+
+/// The lease docs' table of where each rule is kept names, for every rule
+/// 1 to 9, files that exist and cite that rule ("rule N").
+#[test]
+fn every_rule_is_cited_in_the_files_the_lease_docs_name() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lease");
+    let docs = std::fs::read_to_string(root.join("mod.rs")).unwrap();
+    let mut rules = vec![];
+    for line in docs.lines() {
+        let Some(row) = line.strip_prefix("//! | ") else {
+            continue;
+        };
+        let Some((rule, files)) = row.split_once(". ") else {
+            continue;
+        };
+        let Ok(rule) = rule.parse::<u32>() else {
+            continue;
+        };
+        let files = files.split(" | ").nth(1).unwrap_or("");
+        let named: Vec<&str> = files.split('`').skip(1).step_by(2).collect();
+        assert!(!named.is_empty(), "rule {rule} names no file");
+        for file in named {
+            let text = std::fs::read_to_string(root.join(file))
+                .unwrap_or_else(|e| panic!("rule {rule}: {file}: {e}"));
+            assert!(
+                text.contains(&format!("rule {rule}")),
+                "rule {rule} is said to be kept in {file}, which does not cite it"
+            );
+        }
+        rules.push(rule);
+    }
+    assert_eq!(
+        rules,
+        (1..=9).collect::<Vec<_>>(),
+        "the table lists rules 1 to 9"
+    );
+}

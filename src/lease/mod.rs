@@ -81,6 +81,21 @@
 //!    shared server for more than a millisecond (measured in
 //!    `benches/lease_scale.rs` up to 16 worker bits and 1,000 holders).
 //!
+//! Where each rule is kept, in `src/lease/` (a test holds each file to
+//! citing its rule):
+//!
+//! | rule | kept in |
+//! | --- | --- |
+//! | 1. Confirm, then use | `protocol/holding.rs` |
+//! | 2. Successors start at the fence | `protocol/start.rs` |
+//! | 3. Lead bound | `protocol/mod.rs` |
+//! | 4. No resurrection | `protocol/holding.rs` |
+//! | 5. Only its own lease is lowered | `protocol/holding.rs` |
+//! | 6. Losses are fenced | `protocol/start.rs`, `protocol/mod.rs` |
+//! | 7. Bounded | `protocol/acquire.rs` |
+//! | 8. `lease()` tells the truth | `status.rs` |
+//! | 9. Cheap at any scale | `protocol/acquire.rs` |
+//!
 //! When renewals fail (the registry is down, or a partition cuts the holder
 //! off), the generator runs on to its fence and then refuses; if the registry
 //! comes back with the lease intact, renewals succeed and it issues again.

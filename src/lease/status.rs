@@ -211,7 +211,8 @@ impl Shared {
                 }
             ));
         } else if state == LeaseState::Held && now_ms >= fence_unix_millis {
-            // The generator refuses at its fence: say so even before a renewal has failed.
+            // The generator refuses at its fence: say so even before a
+            // renewal has failed (rule 8: a refusal always has its why).
             state = LeaseState::Renewing;
             last_error = Some(format!(
                 "the clock reached the fence before a renewal was confirmed (last one {:?} ago)",

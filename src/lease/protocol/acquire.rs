@@ -74,6 +74,8 @@ pub(crate) fn acquire(
     // The race last lost: the id, what its swap expected, and the
     // high-water mark it was chosen under.
     let mut last_lost: Option<(Choice, u64)> = None;
+    // Bounded tries (rule 7), each a read of the few records that matter
+    // (rule 9: the live holders' cost, not the id space's).
     while attempts < ATTEMPTS && all_races < max_races {
         if races > 0 {
             std::thread::sleep(backoff(races));

@@ -155,8 +155,9 @@ impl Terms<'_> {
     /// high-water mark with no record, the high-water mark itself, and
     /// `prefer` if it has no record (the registry returns those that
     /// matter: see `Registry::read`). Returns it with what the swap must
-    /// expect and where its IDs start, or, when none is free, how many ids
-    /// are held: all.
+    /// expect and where its IDs start (rule 2: at the fence its previous
+    /// holder left, or later), or, when none is free, how many ids are
+    /// held: all.
     pub(crate) fn choose(
         &self,
         snapshot: &Snapshot,
