@@ -26,9 +26,9 @@ pub(crate) struct Lost {
 }
 
 /// Why a lease's IDs start where they do: the bound that set its start,
-/// [`LeaseStatus::start_cause`](super::LeaseStatus::start_cause). Every
+/// [`LeaseStatus::start_cause`](crate::lease::LeaseStatus::start_cause). Every
 /// bound but the first makes a generator wait that would otherwise issue at
-/// once; each is a rule of [the loss rule](super#a-registry-that-loses-its-data).
+/// once; each is a rule of [the loss rule](crate::lease#a-registry-that-loses-its-data).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum StartCause {
@@ -41,7 +41,7 @@ pub enum StartCause {
     /// written when a namespace is first seen (new, or emptied: an empty
     /// namespace proves nothing), after a loss of data, and after a change
     /// of history (a failover, a restore). A namespace made ready before
-    /// its first build (`flakegen leases init`, [`Lease::prepare`](super::Lease::prepare))
+    /// its first build (`flakegen leases init`, [`Lease::prepare`](crate::lease::Lease::prepare))
     /// has paid this wait before its services start.
     Marker {
         /// The marker, in ms since 1970.
@@ -62,7 +62,7 @@ pub enum StartCause {
         /// When the registry was read without the lease, in ms since 1970.
         seen_unix_millis: u64,
     },
-    /// [`Lease::wait_out_rollbacks`](super::Lease::wait_out_rollbacks): every
+    /// [`Lease::wait_out_rollbacks`](crate::lease::Lease::wait_out_rollbacks): every
     /// grant waits the TTL and the skew allowance past the read that chose
     /// it, so a holder that a rolled-back registry forgot has stopped.
     Rollbacks {
@@ -266,7 +266,7 @@ impl Terms<'_> {
     }
 }
 
-/// When builds in a namespace start at once, as [`Lease::prepare`](super::Lease::prepare)
+/// When builds in a namespace start at once, as [`Lease::prepare`](crate::lease::Lease::prepare)
 /// finds it: what `flakegen leases init` waits for and reports.
 ///
 /// An id that was never handed out since the namespace's marker is fenced
