@@ -193,6 +193,10 @@ pub fn from_ordinal(layout: &Layout) -> Result<u64, WorkerError> {
 /// # Errors
 ///
 /// As for [`from_ordinal`].
+#[deprecated(
+    since = "0.2.0",
+    note = "use worker::from_ordinal, which reads the same names"
+)]
 pub fn from_hostname(layout: &Layout) -> Result<u64, WorkerError> {
     from_ordinal(layout)
 }
@@ -415,7 +419,7 @@ mod tests {
     fn this_machine_answers_or_explains() {
         // Whatever the machine, an answer fits the layout or the error says where it looked.
         for (result, origin) in [
-            (from_hostname(&Layout::SONYFLAKE), WorkerOrigin::HostName),
+            (from_ordinal(&Layout::SONYFLAKE), WorkerOrigin::HostName),
             (from_private_ipv4(&Layout::SONYFLAKE), WorkerOrigin::Ipv4),
         ] {
             match result {

@@ -40,6 +40,7 @@ macro_rules! os_clock {
 
         impl $name {
             #[doc = $native]
+            #[doc(hidden)]
             pub const IS_NATIVE: bool = os::NATIVE;
         }
 

@@ -282,6 +282,7 @@ impl<C: Clock> Generator<Ticker, C> {
     }
 
     /// Whether a background thread is running for this generator.
+    #[doc(hidden)]
     pub fn has_thread(&self) -> bool {
         self.raw().thread.as_ref().is_some_and(|t| !t.is_finished())
     }

@@ -206,7 +206,8 @@ impl MemoryRegistry {
             .copied()
     }
 
-    /// The record of `worker` in `namespace`, if any.
+    /// The record of `worker` in `namespace`, if any: for tests.
+    #[doc(hidden)]
     pub fn record(&self, namespace: &str, worker: u64) -> Option<Record> {
         self.state()
             .records
