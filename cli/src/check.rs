@@ -146,7 +146,7 @@ pub(crate) fn run(args: &Args) -> Result<(), Failed> {
 /// Where a refusal belongs.
 fn topic(e: &LeaseError) -> &'static str {
     match e {
-        LeaseError::Unreachable { .. } => "reach",
+        LeaseError::Unreachable { .. } | LeaseError::TooSlow { .. } => "reach",
         LeaseError::Tls { .. } | LeaseError::TlsRequired { .. } => "tls",
         LeaseError::Unauthorized { .. } => "credentials",
         LeaseError::Forbidden { .. } => "permissions",

@@ -135,25 +135,35 @@ impl Keeping {
     }
 
     /// The bound of an acquisition's or a release's calls, which no fence
-    /// hurries: the registry's own, so that a registry slow to answer costs
-    /// them time rather than a failure and a retry that adds to its load.
+    /// hurries: the registry's own on an open connection, so that a
+    /// registry slow to answer costs them time rather than a failure and a
+    /// retry that adds to its load; and the TTL, at least that, to open
+    /// one, whose set-up (a handshake, TLS, a login) is several round
+    /// trips: a registry 300 ms away is slow to reach, not gone.
     fn budget(&self) -> Budget {
         Budget {
             reused: DEFAULT_TIMEOUT,
-            fresh: DEFAULT_TIMEOUT,
+            fresh: self.open_timeout(),
         }
+    }
+
+    /// How long opening a connection may take outside a renewal: the TTL,
+    /// at least [`DEFAULT_TIMEOUT`].
+    fn open_timeout(&self) -> Duration {
+        self.ttl.max(DEFAULT_TIMEOUT)
     }
 
     /// The bound of a renewal's call, `left` before the fence: on an open
     /// connection, half of that (or the call timeout, if sooner), so that a
     /// retry on a new connection has the other half to land in; on a new
-    /// connection, the registry's own. A handshake (TLS, a password's
-    /// hashing) cut short would fail again at every retry, and a slow one
-    /// that lands late still beats refusing until the registry is quick.
+    /// connection, the time left before the fence, at least the registry's
+    /// own. A handshake (TLS, a password's hashing) cut short would fail
+    /// again at every retry, and a slow one that lands late still beats
+    /// refusing until the registry is quick.
     fn renewal_budget(&self, left: Duration) -> Budget {
         Budget {
             reused: self.call_timeout.min((left / 2).max(self.call_timeout / 8)),
-            fresh: DEFAULT_TIMEOUT,
+            fresh: left.max(DEFAULT_TIMEOUT),
         }
     }
 

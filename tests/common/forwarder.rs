@@ -21,6 +21,8 @@ struct Shared {
     open: Mutex<Vec<(TcpStream, Arc<AtomicBool>)>>,
     /// New connections wait until then before they reach the target.
     hold_until: Mutex<Option<std::time::Instant>>,
+    /// How long each chunk takes, each way: a registry that far away.
+    delay: Mutex<Duration>,
     stop: AtomicBool,
 }
 
@@ -37,6 +39,7 @@ impl Forwarder {
             target: Mutex::new(target),
             open: Mutex::new(Vec::new()),
             hold_until: Mutex::new(None),
+            delay: Mutex::new(Duration::ZERO),
             stop: AtomicBool::new(false),
         });
         let accepting = Arc::clone(&shared);
@@ -65,6 +68,13 @@ impl Forwarder {
         for (stream, _) in lock(&self.shared.open).drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
+    }
+
+    /// From now on, every chunk of every connection opened after this
+    /// arrives `one_way` after it was sent, each way, in order: a registry
+    /// a round trip of twice that away. Bandwidth is not limited.
+    pub fn delay(&self, one_way: Duration) {
+        *lock(&self.shared.delay) = one_way;
     }
 
     /// Every connection open now stops carrying bytes, either way, and is
@@ -120,14 +130,52 @@ fn forward(client: TcpStream, shared: &Shared) {
         return;
     };
     let upstream_dead = Arc::clone(&dead);
-    let upstream = thread::spawn(move || pipe(client_in, server_out, &upstream_dead));
-    pipe(server, client, &dead);
+    let delay = *lock(&shared.delay);
+    let upstream = thread::spawn(move || pipe(client_in, server_out, &upstream_dead, delay));
+    pipe(server, client, &dead, delay);
     let _ = upstream.join();
 }
 
 /// Copies `from` to `to` until either closes; once `dead`, what is read
-/// goes nowhere.
-fn pipe(mut from: TcpStream, mut to: TcpStream, dead: &AtomicBool) {
+/// goes nowhere. With a `delay`, each chunk is written that long after it
+/// was read, by a thread of its own, so that reading goes on meanwhile.
+fn pipe(mut from: TcpStream, mut to: TcpStream, dead: &AtomicBool, delay: Duration) {
+    if !delay.is_zero() {
+        let (send, delivered) = std::sync::mpsc::channel::<(std::time::Instant, Vec<u8>)>();
+        let mut out = to.try_clone().expect("a socket's clone");
+        let writer = thread::spawn(move || {
+            for (read_at, chunk) in delivered {
+                if let Some(left) =
+                    (read_at + delay).checked_duration_since(std::time::Instant::now())
+                {
+                    thread::sleep(left);
+                }
+                if out.write_all(&chunk).is_err() {
+                    break;
+                }
+            }
+            let _ = out.shutdown(Shutdown::Both);
+        });
+        let mut buffer = [0u8; 16 * 1024];
+        loop {
+            match from.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if dead.load(Ordering::Relaxed) => {}
+                Ok(n) => {
+                    if send
+                        .send((std::time::Instant::now(), buffer[..n].to_vec()))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+        drop(send);
+        let _ = writer.join();
+        let _ = from.shutdown(Shutdown::Both);
+        return;
+    }
     let mut buffer = [0u8; 16 * 1024];
     loop {
         match from.read(&mut buffer) {

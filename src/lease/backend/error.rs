@@ -46,6 +46,15 @@ pub enum LeaseError {
         /// Why.
         reason: &'static str,
     },
+    /// The server answers at its address, but setting up a connection (the
+    /// handshake, TLS, the login: several round trips) took longer than
+    /// allowed: a registry far away or overloaded, not one that is gone.
+    TooSlow {
+        /// The server's address.
+        address: String,
+        /// How long the set-up was allowed.
+        allowed: std::time::Duration,
+    },
     /// The server could not be reached, or stopped answering, within the timeout.
     Unreachable {
         /// The server's address.
@@ -220,6 +229,14 @@ impl fmt::Display for LeaseError {
             LeaseError::InvalidNamespace { reason } => {
                 write!(f, "invalid lease namespace: {reason}")
             }
+            LeaseError::TooSlow { address, allowed } => write!(
+                f,
+                "lease registry at {address} answers, but setting up a connection took longer \
+                 than the {allowed:?} allowed: it is far away (a connection's set-up is several \
+                 round trips) or overloaded. A build allows its lease's TTL (at least 3 s) and a \
+                 renewal the time left before its fence: raise Lease::ttl, or bring the \
+                 registry closer"
+            ),
             LeaseError::Unreachable { address, source } => write!(
                 f,
                 "lease registry at {address} is unreachable ({source}): check that the server \

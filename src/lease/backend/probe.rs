@@ -39,10 +39,17 @@ pub(crate) const PROBE_TIME: Duration = Duration::from_millis(300);
 /// [`PROBE_TIME`]: MySQL greets first; the others answer a line that is a
 /// Redis command, an impossible PostgreSQL start-up packet, and no TLS
 /// record, each in their own way.
+#[cfg(test)]
 pub(crate) fn speaks(address: &str) -> Option<Speaks> {
-    let deadline = Instant::now() + PROBE_TIME;
+    speaks_within(address, PROBE_TIME)
+}
+
+/// As [`speaks`], within `within`: a server a long round trip away answers
+/// the probe only after a few of them.
+pub(crate) fn speaks_within(address: &str, within: Duration) -> Option<Speaks> {
+    let deadline = Instant::now() + within;
     let target = address.to_socket_addrs().ok()?.next()?;
-    let mut stream = TcpStream::connect_timeout(&target, PROBE_TIME).ok()?;
+    let mut stream = TcpStream::connect_timeout(&target, within).ok()?;
     let left = |deadline: Instant| {
         deadline
             .checked_duration_since(Instant::now())
@@ -50,7 +57,7 @@ pub(crate) fn speaks(address: &str) -> Option<Speaks> {
     };
     // A MySQL server speaks first: a packet whose payload starts with the
     // protocol version, 10.
-    stream.set_read_timeout(Some(PROBE_TIME / 3)).ok()?;
+    stream.set_read_timeout(Some(within / 3)).ok()?;
     let mut greeting = [0u8; 5];
     if let Ok(n) = stream.read(&mut greeting) {
         if n == 5 && greeting[4] == 10 {
@@ -61,6 +68,18 @@ pub(crate) fn speaks(address: &str) -> Option<Speaks> {
     stream.set_read_timeout(left(deadline)).ok()?;
     let mut reply = [0u8; 8];
     let n = stream.read(&mut reply).ok()?;
+    if n == 0 {
+        // Closed without a word: PostgreSQL does so to a start-up packet
+        // it cannot read. It answers an SSLRequest with one byte, S or N.
+        let mut stream = TcpStream::connect_timeout(&target, left(deadline)?).ok()?;
+        stream.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).ok()?;
+        stream.set_read_timeout(left(deadline)).ok()?;
+        let mut answer = [0u8; 1];
+        return match stream.read(&mut answer).ok()? {
+            1 if matches!(answer[0], b'S' | b'N') => Some(Speaks::Postgres),
+            _ => None,
+        };
+    }
     match reply.get(..n)? {
         // Redis answers a command: +PONG, or an error (-NOAUTH ...).
         [b'+' | b'-', ..] => Some(Speaks::Redis),
@@ -111,6 +130,21 @@ mod tests {
             let _ = s.write_all(b"EFATAL");
         });
         assert_eq!(speaks(&postgres), Some(Speaks::Postgres));
+        // A real PostgreSQL closes on the line without a word, and answers
+        // an SSLRequest on the next connection with one byte.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let real = listener.local_addr().unwrap().to_string();
+        thread::spawn(move || {
+            let (first, _) = listener.accept().unwrap();
+            drop(first);
+            let (mut second, _) = listener.accept().unwrap();
+            let mut request = [0u8; 8];
+            let _ = second.read_exact(&mut request);
+            if request == [0, 0, 0, 8, 4, 210, 22, 47] {
+                let _ = second.write_all(b"N");
+            }
+        });
+        assert_eq!(speaks(&real), Some(Speaks::Postgres));
         let tls = server(|mut s| {
             let mut line = [0u8; 6];
             let _ = s.read_exact(&mut line);

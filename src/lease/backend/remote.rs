@@ -38,6 +38,9 @@ pub(crate) enum Failure<E> {
     Client(E),
     /// No answer within the timeout.
     TimedOut(Duration),
+    /// The server answers at its address, but setting up a connection took
+    /// longer than the timeout: slow, or far, not gone.
+    TooSlow(Duration),
     /// A reply the backend could not read, or a server that is not one.
     Lease(LeaseError),
 }
@@ -54,6 +57,10 @@ impl<E> Failure<E> {
             Failure::TimedOut(after) => LeaseError::Unreachable {
                 address: address.to_owned(),
                 source: said(format!("no answer within {after:?}")),
+            },
+            Failure::TooSlow(allowed) => LeaseError::TooSlow {
+                address: address.to_owned(),
+                allowed,
             },
             Failure::Lease(e) => e,
         }
@@ -156,17 +163,51 @@ impl<C: Send> Remote<C> {
             (Some(Connected { client, driver }), result)
         };
         let timeout = budget::timeout(opening) + if opening { self.login } else { Duration::ZERO };
-        let bounded = async { tokio::time::timeout(timeout, work).await };
-        let outcome = self.block_on(bounded);
+        // A set-up still under way at half its bound is asked about, on a
+        // thread of its own, while it goes on: what answers at the port is
+        // known by the bound, at no extra wait.
+        let half = timeout / 2;
+        let address = &self.address;
+        let bounded = async {
+            let mut work = std::pin::pin!(work);
+            match tokio::time::timeout(half, &mut work).await {
+                Ok(done) => (Ok(done), None),
+                Err(_) => {
+                    let asking = opening.then(|| {
+                        let (address, within) = (address.clone(), timeout - half);
+                        std::thread::spawn(move || probe::speaks_within(&address, within))
+                    });
+                    (tokio::time::timeout(timeout - half, work).await, asking)
+                }
+            }
+        };
+        let (outcome, asking) = self.block_on(bounded);
+        let opened = opened.load(std::sync::atomic::Ordering::Relaxed);
+        // A connection it opened itself, then ran out of time on: the
+        // server answered its set-up.
+        let mut answers = opening && opened;
         // A connection that never opened may be to another server's port:
-        // its client says so as a hang or a parse error. Ask the port.
-        if opening && !opened.load(std::sync::atomic::Ordering::Relaxed) {
-            if let Some(other) = probe::speaks(&self.address).filter(|&s| s != self.speaks) {
-                return Err(Failure::Lease(LeaseError::WrongServer {
-                    address: self.address.clone(),
-                    speaks: other.name(),
-                    wanted: self.speaks.name(),
-                }));
+        // its client says so as a hang or a parse error. Ask the port (or
+        // take the answer asked for meanwhile); and a set-up that ran out
+        // of time at a port where the right server answers is slow, or
+        // far, not gone.
+        if opening && !opened {
+            let speaks = match asking {
+                Some(asking) if asking.is_finished() => asking.join().ok().flatten(),
+                // Still asking: nothing known yet, and no wait for it.
+                Some(_) => None,
+                None => probe::speaks_within(&self.address, probe::PROBE_TIME),
+            };
+            match speaks {
+                Some(other) if other != self.speaks => {
+                    return Err(Failure::Lease(LeaseError::WrongServer {
+                        address: self.address.clone(),
+                        speaks: other.name(),
+                        wanted: self.speaks.name(),
+                    }));
+                }
+                Some(_) => answers = outcome.is_err(),
+                None => {}
             }
         }
         match outcome {
@@ -187,7 +228,11 @@ impl<C: Send> Remote<C> {
                 if !opening {
                     budget::gave_up_open();
                 }
-                Err(Failure::TimedOut(timeout))
+                if answers {
+                    Err(Failure::TooSlow(timeout))
+                } else {
+                    Err(Failure::TimedOut(timeout))
+                }
             }
         }
     }

@@ -1,0 +1,163 @@
+//! Leases across a real distance: every registry's own server reached
+//! through forwarders that delay every chunk by 150 ms each way (a round
+//! trip of 300 ms, as across continents). At the default terms a build
+//! succeeds, and a generator then issues for 12 s with no refusal. A
+//! registry that answers is never called unreachable because it is far.
+//!
+//! ```text
+//! eval "$(scripts/services.sh start)"
+//! cargo test --all-features --test lease_distance -- --nocapture
+//! ```
+
+#![cfg(feature = "remote")]
+
+mod common;
+
+use std::net::ToSocketAddrs;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::forwarder::Forwarder;
+use common::server::ALL;
+use flakegen::lease::{self, Lease};
+use flakegen::{Builder, IdGenerator, IssueError, Layout};
+
+/// Each way: a round trip of 300 ms.
+const ONE_WAY: Duration = Duration::from_millis(150);
+
+/// `url` through forwarders, one per host it names, that delay every chunk
+/// by `one_way` each way.
+fn far(url: &str, one_way: Duration) -> (String, Vec<Forwarder>) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut forwarders = Vec::new();
+    let mut through = Vec::new();
+    for host in hosts.split(',') {
+        let target = host.to_socket_addrs().unwrap().next().unwrap();
+        let forwarder = Forwarder::new(target);
+        forwarder.delay(one_way);
+        through.push(format!("127.0.0.1:{}", forwarder.port()));
+        forwarders.push(forwarder);
+    }
+    let url = format!("{scheme}://{userinfo}@{}/{path}", through.join(","));
+    (url, forwarders)
+}
+
+fn namespace(server: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("distance-{server}-{}-{nanos}", std::process::id())
+}
+
+/// At a 300 ms round trip and the default terms, on every registry side by
+/// side: the build succeeds, and 12 s of issuing (an ID a millisecond)
+/// costs no refusal.
+#[test]
+fn a_registry_300_ms_away_builds_and_issues_without_a_refusal() {
+    // The namespaces made ready first, near: their marker's wait (12 s at
+    // the defaults) is not what this measures.
+    let namespaces: Vec<String> = ALL.iter().map(|s| namespace(s.name)).collect();
+    let near: Vec<Lease> = ALL
+        .iter()
+        .zip(&namespaces)
+        .map(|(s, ns)| Lease::new(lease::connect(&s.url()).unwrap(), ns.as_str()))
+        .collect();
+    common::ready(&near.iter().collect::<Vec<_>>());
+    thread::scope(|scope| {
+        for (server, ns) in ALL.iter().zip(&namespaces) {
+            scope.spawn(move || {
+                let (url, _forwarders) = far(&server.url(), ONE_WAY);
+                let started = Instant::now();
+                let built = Builder::new()
+                    .layout(Layout::TWITTER)
+                    .lease(Lease::new(lease::connect(&url).unwrap(), ns.as_str()))
+                    .build_atomic();
+                let g = built.unwrap_or_else(|e| {
+                    panic!(
+                        "{}: a build 300 ms away failed after {:?}: {e}",
+                        server.name,
+                        started.elapsed()
+                    )
+                });
+                let took = started.elapsed();
+                let (mut issued, mut refused) = (0u64, 0u64);
+                let deadline = Instant::now() + Duration::from_secs(12);
+                while Instant::now() < deadline {
+                    match g.try_next_id() {
+                        Ok(_) => issued += 1,
+                        Err(IssueError::LeaseLost { .. }) => refused += 1,
+                        Err(e) => panic!("{}: {e}", server.name),
+                    }
+                    thread::sleep(Duration::from_millis(1));
+                }
+                println!(
+                    "{}: built 300 ms away in {took:?}; {issued} IDs in 12 s, {refused} refused",
+                    server.name
+                );
+                assert_eq!(
+                    refused,
+                    0,
+                    "{}: {refused} refusals 300 ms away ({:?})",
+                    server.name,
+                    g.lease()
+                );
+            });
+        }
+    });
+}
+
+/// A registry too far for its lease's terms (300 ms away, a TTL of 3 s, so
+/// 3 s to set a connection up, which PostgreSQL's and MariaDB's take
+/// longer than) is said to answer too slowly, with what to raise; a port
+/// that accepts and never answers is said to be unreachable. The two are
+/// told apart by asking the port whether the right server answers there.
+#[test]
+fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    let keep = thread::spawn(move || {
+        // Accepts, and says nothing, until the test ends.
+        let held: Vec<_> = silent.incoming().take(8).collect();
+        drop(held);
+    });
+    let build = |url: &str| {
+        Builder::new()
+            .layout(Layout::TWITTER)
+            .lease(
+                Lease::new(lease::connect(url).unwrap(), "distance-slow")
+                    .ttl(Duration::from_secs(3)),
+            )
+            .build_atomic()
+            .map(drop)
+            .unwrap_err()
+            .to_string()
+    };
+    for server in ALL
+        .iter()
+        .filter(|s| ["postgres", "mysql"].contains(&s.name))
+    {
+        let (url, _forwarders) = far(&server.url(), ONE_WAY);
+        let said = build(&url);
+        assert!(
+            said.contains("answers, but setting up a connection took longer than the 3s allowed")
+                && said.contains("raise Lease::ttl"),
+            "{}: {said}",
+            server.name
+        );
+        let url = server.url();
+        let (scheme, rest) = url.split_once("://").unwrap();
+        let (userinfo, rest) = rest.rsplit_once('@').unwrap();
+        let path = rest.split_once('/').map_or("", |(_, p)| p);
+        let gone = format!("{scheme}://{userinfo}@127.0.0.1:{silent_port}/{path}");
+        let said = build(&gone);
+        assert!(
+            said.contains("unreachable (no answer within 3s)"),
+            "{}: {said}",
+            server.name
+        );
+    }
+    drop(keep);
+}
