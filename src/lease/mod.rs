@@ -245,7 +245,8 @@
 //! Every registry call runs on the lease's own thread (`flakegen-lease`, one
 //! per leased generator), which drives the registry's client from a small
 //! runtime of the registry's own; none runs on a caller's thread, and each
-//! finishes or fails within [`DEFAULT_TIMEOUT`]. So:
+//! finishes or fails within its bound ([`DEFAULT_TIMEOUT`] on an open
+//! connection; a new connection's set-up as the terms allow). So:
 //!
 //! | call | blocks the calling thread |
 //! | --- | --- |

@@ -162,11 +162,11 @@ impl Lease {
     /// so that the retry, on a new connection, has the other half. So a
     /// connection that dies without a word (a peer gone, a NAT entry
     /// expired) costs a retry, not a refusal, as long as the registry
-    /// answers a new connection before the fence. Opening a connection, and
-    /// the calls of acquisitions and releases, which no fence hurries, keep
-    /// `DEFAULT_TIMEOUT`: a slow registry costs them time, not a failure. A
-    /// build whose open connection does not answer in that time leases
-    /// again on a new one.
+    /// answers a new connection before the fence. The calls of acquisitions
+    /// and releases, which no fence hurries, keep `DEFAULT_TIMEOUT` on an
+    /// open connection, and the TTL (at least that) to open one: a slow or
+    /// far registry costs them time, not a failure. A build whose open
+    /// connection does not answer in that time leases again on a new one.
     ///
     /// It reaches flakegen's own registries, whose connections read the
     /// bound; a [`Registry`] of your own keeps its own timeouts, and a

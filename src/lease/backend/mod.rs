@@ -105,9 +105,15 @@ pub(crate) use self::error::Source;
 pub(crate) use self::error::said;
 pub use self::inspect::Inspect;
 
-/// The longest connecting to a registry, or one request once connected, may
-/// take before it counts as unreachable, measured on the client: 3 s. A
-/// lease's calls are bounded tighter: see [`Lease::call_timeout`](super::Lease::call_timeout).
+/// The longest one request on an open connection may take before it
+/// counts as unanswered, measured on the client, and the least a new
+/// connection's set-up is given: 3 s. A lease's calls on an open
+/// connection are bounded tighter ([`Lease::call_timeout`](super::Lease::call_timeout));
+/// its new connections' set-ups, several round trips that a registry far
+/// away pays in full, may take the TTL for a build or a release, and the
+/// time left before the fence for a renewal. A set-up that runs out of
+/// time at a port where the registry answers is [`LeaseError::TooSlow`],
+/// not [`LeaseError::Unreachable`].
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
