@@ -515,6 +515,7 @@ fn the_raw_time_check_catches_one() {
     for fine in [
         r#"{"unix_ms":1796151863658}"#,
         "epoch_unix_millis=1288834974657",
+        r#"namespace "dropped-11917-1796158265136": no trace here"#,
         "2026-12-01T19:04:23.658Z, 3.2 s ago",
     ] {
         raw_times::refuse_raw_times(&output(fine), true);
