@@ -207,7 +207,8 @@ pub(crate) fn run(args: Args) -> Result<(), Failed> {
         let known = if namespaces.is_empty() {
             "no namespace here has one".to_owned()
         } else {
-            format!("those here that have one: {}", namespaces.join(", "))
+            let quoted: Vec<String> = namespaces.iter().map(|ns| format!("{ns:?}")).collect();
+            format!("those here that have one: {}", quoted.join(", "))
         };
         return Err(Failed::work(Some(format!(
             "namespace {namespace:?}: {}. Check its spelling against the generators' \

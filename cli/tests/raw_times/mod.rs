@@ -18,11 +18,7 @@ pub(crate) fn refuse_raw_times(output: &Output, digits: bool) {
                 continue;
             }
             assert!(!line.contains("unix ms"), "a raw time in: {line}");
-            let unquoted: String = line
-                .split('"')
-                .step_by(2)
-                .collect::<Vec<_>>()
-                .join("\"\"");
+            let unquoted: String = line.split('"').step_by(2).collect::<Vec<_>>().join("\"\"");
             let bytes = unquoted.as_bytes();
             let mut at = 0;
             while at < bytes.len() {

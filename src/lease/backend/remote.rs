@@ -183,30 +183,30 @@ impl<C: Send> Remote<C> {
         };
         let (outcome, asking) = self.block_on(bounded);
         let opened = opened.load(std::sync::atomic::Ordering::Relaxed);
-        // A connection it opened itself, then ran out of time on: the
-        // server answered its set-up.
-        let mut answers = opening && opened;
         // A connection that never opened may be to another server's port:
         // its client says so as a hang or a parse error. Ask the port (or
         // take the answer asked for meanwhile); and a set-up that ran out
-        // of time at a port where the right server answers is slow, or
-        // far, not gone.
-        if opening && !opened {
+        // of time at a port where the right server still answers is slow,
+        // or far, not gone. (A connection that opened proves nothing: its
+        // server may have died since.)
+        let mut answers = false;
+        if opening {
             let speaks = match asking {
                 Some(asking) if asking.is_finished() => asking.join().ok().flatten(),
                 // Still asking: nothing known yet, and no wait for it.
                 Some(_) => None,
-                None => probe::speaks_within(&self.address, probe::PROBE_TIME),
+                None if !opened => probe::speaks_within(&self.address, probe::PROBE_TIME),
+                None => None,
             };
             match speaks {
-                Some(other) if other != self.speaks => {
+                Some(other) if other != self.speaks && !opened => {
                     return Err(Failure::Lease(LeaseError::WrongServer {
                         address: self.address.clone(),
                         speaks: other.name(),
                         wanted: self.speaks.name(),
                     }));
                 }
-                Some(_) => answers = outcome.is_err(),
+                Some(other) => answers = other == self.speaks && outcome.is_err(),
                 None => {}
             }
         }
