@@ -13,36 +13,16 @@
 
 mod common;
 
-use std::net::ToSocketAddrs;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::forwarder::Forwarder;
+use common::forwarder::forwarded;
 use common::server::ALL;
 use flakegen::lease::{self, Lease};
 use flakegen::{Builder, IdGenerator, IssueError, Layout};
 
 /// Each way: a round trip of 300 ms.
 const ONE_WAY: Duration = Duration::from_millis(150);
-
-/// `url` through forwarders, one per host it names, that delay every chunk
-/// by `one_way` each way.
-fn far(url: &str, one_way: Duration) -> (String, Vec<Forwarder>) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
-    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let mut forwarders = Vec::new();
-    let mut through = Vec::new();
-    for host in hosts.split(',') {
-        let target = host.to_socket_addrs().unwrap().next().unwrap();
-        let forwarder = Forwarder::new(target);
-        forwarder.delay(one_way);
-        through.push(format!("127.0.0.1:{}", forwarder.port()));
-        forwarders.push(forwarder);
-    }
-    let url = format!("{scheme}://{userinfo}@{}/{path}", through.join(","));
-    (url, forwarders)
-}
 
 fn namespace(server: &str) -> String {
     let nanos = SystemTime::now()
@@ -69,7 +49,7 @@ fn a_registry_300_ms_away_builds_and_issues_without_a_refusal() {
     thread::scope(|scope| {
         for (server, ns) in ALL.iter().zip(&namespaces) {
             scope.spawn(move || {
-                let (url, _forwarders) = far(&server.url(), ONE_WAY);
+                let (url, _forwarders) = forwarded(&server.url(), ONE_WAY);
                 let started = Instant::now();
                 let built = Builder::new()
                     .layout(Layout::TWITTER)
@@ -139,7 +119,7 @@ fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
         .iter()
         .filter(|s| ["postgres", "mysql"].contains(&s.name))
     {
-        let (url, _forwarders) = far(&server.url(), ONE_WAY);
+        let (url, _forwarders) = forwarded(&server.url(), ONE_WAY);
         let said = build(&url);
         assert!(
             said.contains("answers, but setting up a connection took longer than the 3s allowed")

@@ -15,12 +15,11 @@
 
 mod common;
 
-use std::net::ToSocketAddrs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::forwarder::Forwarder;
+use common::forwarder::forwarded;
 use common::server::ALL;
 use flakegen::lease::{self, Lease};
 use flakegen::{Builder, IdGenerator, Layout, Snowflake};
@@ -30,24 +29,6 @@ const TTL: Duration = Duration::from_secs(3);
 const SKEW: Duration = Duration::from_millis(500);
 /// How long new connections wait once the open ones went dead.
 const HOLD: Duration = Duration::from_secs(1);
-
-/// `url` with each `host:port` of its host list behind a forwarder of its
-/// own: the URL to lease through, and the forwarders.
-fn forwarded(url: &str) -> (String, Vec<Forwarder>) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
-    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let mut forwarders = Vec::new();
-    let mut through = Vec::new();
-    for host in hosts.split(',') {
-        let target = host.to_socket_addrs().unwrap().next().unwrap();
-        let forwarder = Forwarder::new(target);
-        through.push(format!("127.0.0.1:{}", forwarder.port()));
-        forwarders.push(forwarder);
-    }
-    let url = format!("{scheme}://{userinfo}@{}/{path}", through.join(","));
-    (url, forwarders)
-}
 
 fn namespace() -> String {
     let nanos = SystemTime::now()
@@ -79,7 +60,7 @@ fn namespaces_ready() -> Vec<String> {
 #[test]
 fn a_connection_that_dies_silently_costs_no_refusal() {
     for (server, ns) in ALL.iter().zip(namespaces_ready()) {
-        let (url, forwarders) = forwarded(&server.url());
+        let (url, forwarders) = forwarded(&server.url(), Duration::ZERO);
         let registry = lease::connect(&url).unwrap();
         let g = Builder::new()
             .layout(Layout::TWITTER)
@@ -143,7 +124,7 @@ fn a_connection_that_dies_silently_costs_no_refusal() {
 #[test]
 fn a_build_on_a_connection_that_died_silently_leases_on_a_new_one() {
     for (server, ns) in ALL.iter().zip(namespaces_ready()) {
-        let (url, forwarders) = forwarded(&server.url());
+        let (url, forwarders) = forwarded(&server.url(), Duration::ZERO);
         let registry = lease::connect(&url).unwrap();
         let lease = Lease::new(registry, &ns).ttl(TTL).skew(SKEW);
         let first = Builder::new()

@@ -12,8 +12,18 @@ pub(crate) fn time(unix_millis: u64) -> String {
 /// or this host's): `2026-12-01T19:05:31.808Z, 3.2 s ago`.
 pub(crate) fn moment(unix_millis: u64, now_millis: u64) -> String {
     let ms = lead_millis(now_millis, unix_millis);
-    let abs = ms.unsigned_abs();
-    let span = if abs < 1_000 {
+    let age = match ms {
+        0 => "now".to_owned(),
+        ms if ms > 0 => format!("in {}", span(ms.unsigned_abs())),
+        _ => format!("{} ago", span(ms.unsigned_abs())),
+    };
+    format!("{}, {age}", time(unix_millis))
+}
+
+/// A span of ms, sized to be read: `3 ms`, `9.9 s`, `10.0 min`, `10.0 h`,
+/// `3.0 days`.
+fn span(abs: u64) -> String {
+    if abs < 1_000 {
         format!("{abs} ms")
     } else if abs < 120_000 {
         format!("{:.1} s", abs as f64 / 1_000.0)
@@ -23,13 +33,7 @@ pub(crate) fn moment(unix_millis: u64, now_millis: u64) -> String {
         format!("{:.1} h", abs as f64 / 3_600_000.0)
     } else {
         format!("{:.1} days", abs as f64 / 86_400_000.0)
-    };
-    let age = match ms {
-        0 => "now".to_owned(),
-        ms if ms > 0 => format!("in {span}"),
-        _ => format!("{span} ago"),
-    };
-    format!("{}, {age}", time(unix_millis))
+    }
 }
 
 /// A fence as a time, or `-` for none (0: a record that never held one).
@@ -72,16 +76,7 @@ pub(crate) fn lead_millis(from_millis: u64, to_millis: u64) -> i64 {
 pub(crate) fn lead(from_millis: u64, to_millis: u64) -> String {
     let ms = lead_millis(from_millis, to_millis);
     let sign = if ms < 0 { '-' } else { '+' };
-    let abs = ms.unsigned_abs();
-    if abs < 1_000 {
-        format!("{sign}{abs} ms")
-    } else if abs < 120_000 {
-        format!("{sign}{:.1} s", abs as f64 / 1_000.0)
-    } else if abs < 7_200_000 {
-        format!("{sign}{:.1} min", abs as f64 / 60_000.0)
-    } else {
-        format!("{sign}{:.1} h", abs as f64 / 3_600_000.0)
-    }
+    format!("{sign}{}", span(ms.unsigned_abs()))
 }
 
 /// What may be printed of a URL, whatever its shape: the library's

@@ -289,6 +289,12 @@ fn a_namespace_made_ready_starts_at_once() {
                 .output()
                 .unwrap()
         };
+        let new_in = |ns: &str| {
+            let terms = ["--ttl-ms", TTL_MS, "--skew-ms", SKEW_MS];
+            let mut args = vec!["new", "--lease", &url, "--namespace", ns, "--count", "1"];
+            args.extend(terms);
+            flakegen(&args)
+        };
         let out = init();
         let text = said(&out);
         assert!(out.status.success(), "{backend}: {text}");
@@ -299,19 +305,7 @@ fn a_namespace_made_ready_starts_at_once() {
         ] {
             assert!(text.contains(words), "{backend}: {text} lacks {words:?}");
         }
-        let out = flakegen(&[
-            "new",
-            "--lease",
-            &url,
-            "--namespace",
-            &ns,
-            "--count",
-            "1",
-            "--ttl-ms",
-            TTL_MS,
-            "--skew-ms",
-            SKEW_MS,
-        ]);
+        let out = new_in(&ns);
         let text = said(&out);
         assert!(out.status.success(), "{backend}: {text}");
         assert!(text.contains("lease acquired"), "{backend}: {text}");
@@ -322,19 +316,7 @@ fn a_namespace_made_ready_starts_at_once() {
         // Without init, the first build says at once that it waits, why,
         // and what pays that wait before services start.
         let fresh = format!("{ns}-fresh");
-        let out = flakegen(&[
-            "new",
-            "--lease",
-            &url,
-            "--namespace",
-            &fresh,
-            "--count",
-            "1",
-            "--ttl-ms",
-            TTL_MS,
-            "--skew-ms",
-            SKEW_MS,
-        ]);
+        let out = new_in(&fresh);
         let text = said(&out);
         assert!(out.status.success(), "{backend}: {text}");
         for words in ["the build waits 1.5 s", "marker", "flakegen leases init"] {

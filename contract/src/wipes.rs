@@ -32,6 +32,18 @@ struct Issued {
     ids: Mutex<Vec<Vec<Snowflake>>>,
 }
 
+/// Every ID `generator` issues, one about every 300 µs, until `stop`.
+fn issue_until(generator: &dyn IdGenerator, stop: &AtomicBool) -> Vec<Snowflake> {
+    let mut ids = vec![];
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(id) = generator.try_next_id() {
+            ids.push(id);
+        }
+        thread::sleep(Duration::from_micros(300));
+    }
+    ids
+}
+
 /// Issues with every generator of `generators` (those added later too,
 /// through `more`) until `stop`, each on a thread of its own.
 fn issue_all(generators: &[&dyn IdGenerator], stop: &AtomicBool, issued: &Issued, name: &str) {
@@ -89,16 +101,7 @@ fn wipe_under_generators(fixture: &dyn Fixture, kind: &str) {
         store.wipe(wipe);
         wiped = now_ms();
         let c = c.get_or_init(build);
-        let c_ids = scope.spawn(|| {
-            let mut ids = vec![];
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok(id) = c.try_next_id() {
-                    ids.push(id);
-                }
-                thread::sleep(Duration::from_micros(300));
-            }
-            ids
-        });
+        let c_ids = scope.spawn(|| issue_until(c, &stop));
         thread::sleep(TTL * 3 + SKEW * 3 + Duration::from_secs(1));
         stop.store(true, Ordering::Relaxed);
         issuers.join().unwrap();
@@ -309,16 +312,7 @@ pub fn a_namespace_prepared_after_a_wipe_issues_no_id_twice(fixture: &dyn Fixtur
         store.wipe(Wipe::Namespace(&ns));
         prepare_until_ready(&store.lease(&ns), name);
         let c = c.get_or_init(build);
-        let c_ids = scope.spawn(|| {
-            let mut ids = vec![];
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok(id) = c.try_next_id() {
-                    ids.push(id);
-                }
-                thread::sleep(Duration::from_micros(300));
-            }
-            ids
-        });
+        let c_ids = scope.spawn(|| issue_until(c, &stop));
         thread::sleep(TTL * 3 + SKEW * 3);
         stop.store(true, Ordering::Relaxed);
         issuers.join().unwrap();

@@ -2,11 +2,30 @@
 //! virtual IP or a proxy moves to the new primary in production.
 
 use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
+
+/// `url` through forwarders, one per host it names (each member of an etcd
+/// cluster), each delaying every chunk by `one_way` each way (zero: none).
+pub fn forwarded(url: &str, one_way: Duration) -> (String, Vec<Forwarder>) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let mut forwarders = Vec::new();
+    let mut through = Vec::new();
+    for host in hosts.split(',') {
+        let target = host.to_socket_addrs().unwrap().next().unwrap();
+        let forwarder = Forwarder::new(target);
+        forwarder.delay(one_way);
+        through.push(format!("127.0.0.1:{}", forwarder.port()));
+        forwarders.push(forwarder);
+    }
+    let url = format!("{scheme}://{userinfo}@{}/{path}", through.join(","));
+    (url, forwarders)
+}
 
 /// Forwards connections on a port of its own to a target it can move.
 pub struct Forwarder {
@@ -139,55 +158,41 @@ fn forward(client: TcpStream, shared: &Shared) {
 /// Copies `from` to `to` until either closes; once `dead`, what is read
 /// goes nowhere. With a `delay`, each chunk is written that long after it
 /// was read, by a thread of its own, so that reading goes on meanwhile.
-fn pipe(mut from: TcpStream, mut to: TcpStream, dead: &AtomicBool, delay: Duration) {
-    if !delay.is_zero() {
-        let (send, delivered) = std::sync::mpsc::channel::<(std::time::Instant, Vec<u8>)>();
-        let mut out = to.try_clone().expect("a socket's clone");
-        let writer = thread::spawn(move || {
+fn pipe(mut from: TcpStream, to: TcpStream, dead: &AtomicBool, delay: Duration) {
+    let (send, delivered) = std::sync::mpsc::channel::<(std::time::Instant, Vec<u8>)>();
+    let writer = {
+        let mut to = to.try_clone().expect("a socket's clone");
+        thread::spawn(move || {
             for (read_at, chunk) in delivered {
                 if let Some(left) =
                     (read_at + delay).checked_duration_since(std::time::Instant::now())
                 {
                     thread::sleep(left);
                 }
-                if out.write_all(&chunk).is_err() {
+                if to.write_all(&chunk).is_err() {
                     break;
                 }
             }
-            let _ = out.shutdown(Shutdown::Both);
-        });
-        let mut buffer = [0u8; 16 * 1024];
-        loop {
-            match from.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(_) if dead.load(Ordering::Relaxed) => {}
-                Ok(n) => {
-                    if send
-                        .send((std::time::Instant::now(), buffer[..n].to_vec()))
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-            }
-        }
-        drop(send);
-        let _ = writer.join();
-        let _ = from.shutdown(Shutdown::Both);
-        return;
-    }
+            let _ = to.shutdown(Shutdown::Both);
+        })
+    };
     let mut buffer = [0u8; 16 * 1024];
     loop {
         match from.read(&mut buffer) {
             Ok(0) | Err(_) => break,
             Ok(_) if dead.load(Ordering::Relaxed) => {}
             Ok(n) => {
-                if to.write_all(&buffer[..n]).is_err() {
+                if send
+                    .send((std::time::Instant::now(), buffer[..n].to_vec()))
+                    .is_err()
+                {
                     break;
                 }
             }
         }
     }
+    drop(send);
+    let _ = writer.join();
     let _ = to.shutdown(Shutdown::Both);
     let _ = from.shutdown(Shutdown::Both);
 }
