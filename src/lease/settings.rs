@@ -218,6 +218,10 @@ impl Lease {
     /// holders have stopped before its marker has aged the TTL and the skew
     /// allowance. `flakegen leases init` is this call, waited out.
     ///
+    /// Unlike a generator's, these registry calls run on the calling thread
+    /// (two or three, each bounded as any registry call): call it from a
+    /// tool or at install time, not on a request's path.
+    ///
     /// # Errors
     ///
     /// The registry's errors, and an invalid namespace.
