@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot};
 use flakegen::lease::{Lease, LeaseError, MemoryRegistry};
 use flakegen::{Builder, IdGenerator};
 
@@ -18,13 +18,8 @@ use flakegen::{Builder, IdGenerator};
 struct Unconfirmed(MemoryRegistry);
 
 impl Registry for Unconfirmed {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
-        self.0.read(namespace, workers, prefer)
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+        self.0.read(namespace, request)
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         self.0.mark(namespace)

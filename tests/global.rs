@@ -207,10 +207,9 @@ impl flakegen::lease::backend::Registry for Unconfirmed {
     fn read(
         &self,
         namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
+        request: &flakegen::lease::backend::ReadRequest,
     ) -> Result<flakegen::lease::backend::Snapshot, flakegen::lease::LeaseError> {
-        self.0.read(namespace, workers, prefer)
+        self.0.read(namespace, request)
     }
     fn mark(&self, namespace: &str) -> Result<u64, flakegen::lease::LeaseError> {
         self.0.mark(namespace)

@@ -19,7 +19,7 @@ mod common;
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot};
 use flakegen::lease::inspect::{Inspect, Listing, Survey};
 use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry};
 use flakegen_contract::{Failover, Fixture, Frozen, Wipe};
@@ -121,13 +121,8 @@ impl Gate {
 }
 
 impl Registry for Gate {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
-        self.pass()?.read(namespace, workers, prefer)
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+        self.pass()?.read(namespace, request)
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         self.pass()?.mark(namespace)

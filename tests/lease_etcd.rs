@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::etcd::{MEMBERS, SERVER};
 use common::replicated::Replicated;
 use common::server::unknown_ca;
+use flakegen::lease::backend::ReadRequest;
 use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, IssueError, Layout, Snowflake};
 
@@ -234,7 +235,7 @@ fn tls_is_verified_and_a_mismatch_is_said() {
     );
     let e = lease::connect(&unknown)
         .unwrap()
-        .read("tls", 1, None)
+        .read("tls", &ReadRequest::new(1))
         .unwrap_err();
     assert!(matches!(e, LeaseError::Tls { .. }), "{e:?}");
     assert!(e.to_string().contains("UnknownIssuer"), "{e}");
@@ -247,7 +248,7 @@ fn tls_is_verified_and_a_mismatch_is_said() {
     );
     let e = lease::connect(&tls_at_plain)
         .unwrap()
-        .read("tls", 1, None)
+        .read("tls", &ReadRequest::new(1))
         .unwrap_err();
     assert!(
         matches!(e, LeaseError::WrongServer { wanted: "TLS", .. }),
@@ -263,7 +264,7 @@ fn tls_is_verified_and_a_mismatch_is_said() {
         .to_owned();
     let e = lease::connect(&plain_at_tls)
         .unwrap()
-        .read("tls", 1, None)
+        .read("tls", &ReadRequest::new(1))
         .unwrap_err();
     assert!(matches!(e, LeaseError::TlsRequired { .. }), "{e:?}");
     assert!(e.to_string().contains("etcds://"), "{e}");
@@ -278,7 +279,7 @@ fn credentials_and_quorum_are_said() {
     let wrong = SERVER.url().replace(":flakegen-test@", ":wrong@");
     let e = lease::connect(&wrong)
         .unwrap()
-        .read("errors", 1, None)
+        .read("errors", &ReadRequest::new(1))
         .unwrap_err();
     assert!(matches!(e, LeaseError::Unauthorized { .. }), "{e:?}");
     assert!(e.to_string().contains("user name and password"), "{e}");
@@ -294,7 +295,7 @@ fn credentials_and_quorum_are_said() {
     let started = Instant::now();
     let e = lease::connect(&SERVER.url())
         .unwrap()
-        .read("errors", 1, None)
+        .read("errors", &ReadRequest::new(1))
         .unwrap_err();
     let took = started.elapsed();
     cluster.services("revive", &[follower]);

@@ -6,7 +6,7 @@
 mod common;
 
 use flakegen::lease::LeaseError;
-use flakegen::lease::backend::{Expect, NewRecord, Registry};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry};
 
 /// `url` with its user name, password and database replaced.
 #[cfg(any(feature = "postgres", feature = "mysql", feature = "redis"))]
@@ -47,7 +47,7 @@ fn every_step(registry: &dyn Registry) -> Vec<LeaseError> {
         version: None,
     };
     vec![
-        registry.read("errors", 4, None).unwrap_err(),
+        registry.read("errors", &ReadRequest::new(4)).unwrap_err(),
         registry.mark("errors").unwrap_err(),
         registry.swap("errors", 0, expect, &write).unwrap_err(),
     ]

@@ -13,6 +13,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use common::server::{ALL, unknown_ca};
+use flakegen::lease::backend::ReadRequest;
 use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, Layout};
 
@@ -42,7 +43,7 @@ fn a_verified_lease_over_tls_issues_and_releases() {
 /// The first call's error, for a registry at `url`.
 fn first_error(url: &str) -> LeaseError {
     let registry = lease::connect(url).unwrap();
-    registry.read("tls", 1, None).unwrap_err()
+    registry.read("tls", &ReadRequest::new(1)).unwrap_err()
 }
 
 #[test]
@@ -100,9 +101,9 @@ fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
     let _serial = serial();
     for backend in ALL {
         let registry = lease::connect(&backend.url()).unwrap();
-        registry.read("reset", 1, None).unwrap();
+        registry.read("reset", &ReadRequest::new(1)).unwrap();
         backend.services("stop", &[]);
-        let dropped = registry.read("reset", 1, None);
+        let dropped = registry.read("reset", &ReadRequest::new(1));
         backend.services("start", &[]);
         let e = dropped.unwrap_err();
         assert!(
@@ -114,6 +115,6 @@ fn a_connection_dropped_by_a_stopping_server_is_not_a_tls_problem() {
         assert!(message.contains("check that the server runs"), "{message}");
         assert!(!message.contains("TLS"), "{message}");
         // And the next call connects again.
-        registry.read("reset", 1, None).unwrap();
+        registry.read("reset", &ReadRequest::new(1)).unwrap();
     }
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry, TimeBase};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, TimeBase};
 use flakegen::lease::inspect::{Condition, Inspect, Severity, Transport, Verified};
 use flakegen::lease::{
     ClockVerdict, DEFAULT_SKEW, DEFAULT_TIMEOUT, DEFAULT_TTL, Lease, LeaseError,
@@ -283,7 +283,7 @@ fn write_test(args: &Args, registry: &dyn Registry, findings: &mut Findings) {
     // The host's clock, around the read, as the generators here read it.
     let here = || show::unix_millis(SystemTime::now()).saturating_add_signed(args.clock_offset_ms);
     let before = here();
-    let snapshot = match registry.read(ns, 1, Some(0)) {
+    let snapshot = match registry.read(ns, &ReadRequest::new(1).prefer(Some(0))) {
         Ok(snapshot) => snapshot,
         Err(e) => return findings.fail(&e),
     };

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
+use flakegen::lease::backend::ReadRequest;
 use flakegen::lease::{LeaseError, LeaseState};
 use flakegen::{BuildError, IdGenerator, IssueError, Layout, Snowflake};
 
@@ -267,7 +268,7 @@ pub fn a_failover_is_a_loss_though_the_replica_missed_nothing(fixture: &dyn Fixt
     let a = store.leased_once(TWO, &ns).build_atomic().unwrap();
     let before = store
         .registry()
-        .read(&ns, 2, None)
+        .read(&ns, &ReadRequest::new(2))
         .unwrap()
         .marker_unix_millis
         .expect("a marker after a lease");
@@ -277,7 +278,7 @@ pub fn a_failover_is_a_loss_though_the_replica_missed_nothing(fixture: &dyn Fixt
     let promoted_at = system_ms(SystemTime::now());
     let deadline = Instant::now() + HEAL_BOUND;
     let after = loop {
-        match store.registry().read(&ns, 2, None) {
+        match store.registry().read(&ns, &ReadRequest::new(2)) {
             Ok(snapshot) => break snapshot.marker_unix_millis,
             Err(_) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
             Err(e) => panic!("{name}: the new primary does not answer: {e}"),

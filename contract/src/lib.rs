@@ -274,6 +274,7 @@ macro_rules! suite {
             a_wipe_of_a_namespace_issues_no_id_twice,
             a_wipe_of_a_record_issues_no_id_twice,
             every_id_can_be_leased_again_after_a_wipe,
+            a_record_gone_far_below_the_mark_is_leased_again,
             a_prepared_namespace_starts_at_once,
             a_namespace_prepared_after_a_wipe_issues_no_id_twice,
         );

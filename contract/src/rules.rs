@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot, TimeBase};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use flakegen::lease::inspect::Listing;
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
 use flakegen::{
@@ -781,13 +781,8 @@ pub fn a_frozen_registry_costs_the_timeout_and_lease_says_why(fixture: &dyn Fixt
 struct SlowSwap(Arc<dyn Registry>, std::sync::atomic::AtomicBool);
 
 impl Registry for SlowSwap {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
-        self.0.read(namespace, workers, prefer)
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+        self.0.read(namespace, request)
     }
     fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
         self.0.mark(namespace)

@@ -6,20 +6,22 @@
 use std::thread;
 use std::time::Duration;
 
-use flakegen::lease::backend::{Expect, NewRecord, Record, Registry, TimeBase};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Record, Registry, TimeBase};
 
 use crate::store::{SKEW, Store, namespace, now_ms};
 use crate::{Fixture, Wipe};
 
 /// Reads `worker`'s record, as a registry returns it for `prefer`.
 fn record(registry: &dyn Registry, ns: &str, worker: u64) -> Option<Record> {
-    let snapshot = registry.read(ns, worker + 1, Some(worker)).unwrap();
+    let snapshot = registry
+        .read(ns, &ReadRequest::new(worker + 1).prefer(Some(worker)))
+        .unwrap();
     snapshot.records.into_iter().find(|r| r.worker == worker)
 }
 
 /// The marker in force, written if there is none.
 fn marker(registry: &dyn Registry, ns: &str) -> u64 {
-    let snapshot = registry.read(ns, 1, None).unwrap();
+    let snapshot = registry.read(ns, &ReadRequest::new(1)).unwrap();
     snapshot
         .marker_unix_millis
         .unwrap_or_else(|| registry.mark(ns).unwrap())
@@ -226,7 +228,10 @@ pub fn mark_keeps_the_marker_in_force_and_never_moves_it_back(fixture: &dyn Fixt
         again, first,
         "{name}: mark moved the marker in force ({first} to {again})"
     );
-    let read = registry.read(&ns, 1, None).unwrap().marker_unix_millis;
+    let read = registry
+        .read(&ns, &ReadRequest::new(1))
+        .unwrap()
+        .marker_unix_millis;
     assert_eq!(
         read,
         Some(first),
@@ -265,11 +270,11 @@ pub fn mark_keeps_the_marker_in_force_and_never_moves_it_back(fixture: &dyn Fixt
 }
 
 /// A read returns what an acquisition chooses from (see
-/// `Registry::read`): the high-water mark, an id below it with no record,
-/// the free record with the earliest fence, an expired one, the one asked
-/// for, and the server's clock and marker. A registry's own bookkeeping (an
-/// index of free and held ids, a cursor for unrecorded ones) must keep up
-/// with every write.
+/// `Registry::read`, obligations 1 to 5): the server's clock and marker,
+/// the high-water mark, the free record with the earliest fence, an expired
+/// one, the one asked for, and every record the probe covers, whatever it
+/// says. A registry's own bookkeeping (an index of free and held ids) must
+/// keep up with every write.
 pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let name = store.name();
@@ -308,7 +313,9 @@ pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
     thread::sleep(Duration::from_millis(10));
 
     let before = now_ms();
-    let snapshot = registry.read(&ns, 8, Some(5)).unwrap();
+    let snapshot = registry
+        .read(&ns, &ReadRequest::new(8).prefer(Some(5)).probe(0..8))
+        .unwrap();
     let ids: Vec<u64> = snapshot.records.iter().map(|r| r.worker).collect();
     assert_eq!(
         snapshot.marker_unix_millis,
@@ -324,12 +331,12 @@ pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
         snapshot.high_water, 7,
         "{name}: read's high-water mark is not one past the highest id written (7): {ids:?}"
     );
-    assert!(
-        snapshot.unrecorded.contains(&4),
-        "{name}: read did not name id 4, below the high-water mark with no record, as \
-         unrecorded: {:?}",
-        snapshot.unrecorded
-    );
+    for worker in [0, 1, 2, 3, 5, 6] {
+        assert!(
+            ids.contains(&worker),
+            "{name}: read left out a record of the probe (0..8), id {worker}'s: {ids:?}"
+        );
+    }
     assert!(
         ids.contains(&2),
         "{name}: read left out the free record with the earliest fence (id 2): {ids:?}"
@@ -350,17 +357,23 @@ pub fn read_returns_what_an_acquisition_chooses_from(fixture: &dyn Fixture) {
             );
         }
     }
-    // The gap filled, nothing below the mark is unrecorded; a write past
-    // the mark raises it.
+    // The gap filled, a probe of it finds its new record and the mark
+    // where it was; a write past the mark raises it.
     put(4, "live", 60_000, now + 60_000);
-    let snapshot = registry.read(&ns, 8, None).unwrap();
+    let snapshot = registry
+        .read(&ns, &ReadRequest::new(8).probe(4..5))
+        .unwrap();
+    let ids: Vec<u64> = snapshot.records.iter().map(|r| r.worker).collect();
     assert_eq!(
-        (snapshot.high_water, snapshot.unrecorded.as_slice()),
-        (7, &[][..]),
-        "{name}: read's high-water mark and unrecorded ids once every id below 7 has a record"
+        snapshot.high_water, 7,
+        "{name}: a swap below the high-water mark moved it"
+    );
+    assert!(
+        ids.contains(&4),
+        "{name}: read left out a record of the probe (4..5), id 4's, written a moment ago: {ids:?}"
     );
     put(7, "live", 60_000, now + 60_000);
-    let snapshot = registry.read(&ns, 8, None).unwrap();
+    let snapshot = registry.read(&ns, &ReadRequest::new(8)).unwrap();
     assert_eq!(
         snapshot.high_water, 8,
         "{name}: a swap at the high-water mark did not raise it"
@@ -385,7 +398,7 @@ pub fn a_mark_after_a_wipe_is_no_earlier_than_the_wipe(fixture: &dyn Fixture) {
         .unwrap();
     let before = now_ms();
     store.wipe(Wipe::Namespace(&ns));
-    let snapshot = registry.read(&ns, 4, None).unwrap();
+    let snapshot = registry.read(&ns, &ReadRequest::new(4)).unwrap();
     assert_eq!(
         snapshot.marker_unix_millis, None,
         "{name}: read found a marker in a namespace whose keys or rows were all deleted"
@@ -419,7 +432,7 @@ pub fn a_marker_replaced_is_never_moved_back(fixture: &dyn Fixture) {
         marker(&*registry, &ns);
         let planted = now_ms() + ahead;
         store.plant_marker(&ns, planted);
-        let snapshot = registry.read(&ns, 4, None).unwrap();
+        let snapshot = registry.read(&ns, &ReadRequest::new(4)).unwrap();
         assert_ne!(
             snapshot.marker_unix_millis,
             Some(planted),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use flakegen::lease::Lease;
-use flakegen::lease::backend::{Expect, NewRecord, Record, Registry};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Record, Registry};
 use flakegen::{Builder, Clock, Layout, SystemClock};
 
 use crate::{Failover, Fixture, Frozen, Wipe};
@@ -102,7 +102,12 @@ impl<'a> Store<'a> {
         fence_ms: u64,
     ) {
         let registry = self.registry();
-        let snapshot = registry.read(namespace, worker + 1, Some(worker)).unwrap();
+        let snapshot = registry
+            .read(
+                namespace,
+                &ReadRequest::new(worker + 1).prefer(Some(worker)),
+            )
+            .unwrap();
         let marker_unix_millis = match snapshot.marker_unix_millis {
             Some(marker) => marker,
             None => registry.mark(namespace).unwrap(),
@@ -140,7 +145,10 @@ impl<'a> Store<'a> {
     pub(crate) fn record(&self, namespace: &str, worker: u64) -> Option<Record> {
         let snapshot = self
             .registry()
-            .read(namespace, worker + 1, Some(worker))
+            .read(
+                namespace,
+                &ReadRequest::new(worker + 1).prefer(Some(worker)),
+            )
             .unwrap();
         snapshot.records.into_iter().find(|r| r.worker == worker)
     }

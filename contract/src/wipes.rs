@@ -9,6 +9,7 @@ use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use flakegen::lease::backend::{Expect, NewRecord};
 use flakegen::lease::{Lease, Readiness};
 use flakegen::{IdGenerator, IssueError, Layout, Snowflake};
 
@@ -182,6 +183,51 @@ pub fn a_wipe_of_a_namespace_issues_no_id_twice(fixture: &dyn Fixture) {
 /// holder waits before it issues again.
 pub fn a_wipe_of_a_record_issues_no_id_twice(fixture: &dyn Fixture) {
     wipe_under_generators(fixture, "record");
+}
+
+/// Every id of a namespace held, and one record far below the high-water
+/// mark deleted: a build finds it, moving its probe through the ids below
+/// the mark a window at a time (`Registry::read`, obligation 5), and takes
+/// it once the loss rule's wait is over (rule 6). A registry that leaves
+/// out the probe's records, or a protocol that probes one window only,
+/// finds nothing free.
+pub fn a_record_gone_far_below_the_mark_is_leased_again(fixture: &dyn Fixture) {
+    // 512 ids: a single window of 64 misses the gone one 7 times in 8.
+    const MANY: Layout = Layout::builder().worker_bits(9).build_const();
+    const GONE: u64 = 300;
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let ns = namespace("gone-far");
+    let marker = registry.mark(&ns).unwrap();
+    let expect = Expect {
+        marker_unix_millis: marker,
+        version: None,
+    };
+    // The highest first: the high-water mark rises once.
+    for worker in (0..MANY.max_worker() + 1).rev() {
+        let held = NewRecord {
+            holder: "another",
+            version: 1,
+            ttl_millis: 600_000,
+            fence_unix_millis: now_ms() + 600_000,
+        };
+        let written = registry.swap(&ns, worker, expect, &held).unwrap();
+        assert!(written.is_some(), "{name}: could not write id {worker}");
+    }
+    store.wipe(Wipe::Record(&ns, GONE));
+    let generator = store
+        .leased(MANY, &ns)
+        .max_wait((TTL + SKEW) * 4)
+        .build_atomic()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{name}: with every id held but {GONE}, whose record was deleted, a build \
+                 found none free: {e}"
+            )
+        });
+    assert_eq!(generator.worker(), GONE, "{name}");
+    generator.next_id().unwrap();
 }
 
 /// After each kind of wipe, every id of the namespace can be leased again:

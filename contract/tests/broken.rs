@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use flakegen::lease::LeaseError;
-use flakegen::lease::backend::{Expect, NewRecord, Record, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Record, Registry, Snapshot};
 use flakegen_contract::{Fixture, Wipe};
 
 /// The one promise a registry breaks.
@@ -37,8 +37,9 @@ enum Break {
     ReadsAStaleFreeIndex,
     /// `swap` leaves the high-water mark where it was.
     SwapLeavesTheMark,
-    /// `read` says no id below the high-water mark is unrecorded.
-    ReadsNoUnrecorded,
+    /// `read` returns the records that decide a choice, and of the probe's
+    /// only those: the held ones below the high-water mark are left out.
+    ReadsPastTheProbe,
 }
 
 /// A namespace's data: its marker and high-water mark, and its records by
@@ -88,12 +89,7 @@ fn now_ms() -> u64 {
 }
 
 impl Registry for Map {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        _prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
         let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(ns) = state.namespaces.get(namespace) else {
             return Ok(Snapshot {
@@ -106,7 +102,7 @@ impl Registry for Map {
         let mut records: Vec<Record> = ns
             .records
             .values()
-            .filter(|r| r.worker < workers)
+            .filter(|r| r.worker < request.workers)
             .cloned()
             .collect();
         if self.broken == Break::ReadsAStaleFreeIndex {
@@ -117,24 +113,20 @@ impl Registry for Map {
                 }
             }
         }
-        let unrecorded = if self.broken == Break::ReadsNoUnrecorded {
-            Vec::new()
-        } else {
-            (0..ns.high_water.min(workers))
-                .filter(|w| {
-                    ns.records
-                        .get(w)
-                        .is_none_or(|r| Some(r.marker_unix_millis) != marker)
-                })
-                .collect()
-        };
+        if self.broken == Break::ReadsPastTheProbe {
+            let now = now_ms();
+            records.retain(|r| {
+                r.holder.is_empty()
+                    || r.expires_unix_millis <= now
+                    || Some(r.worker) == request.prefer
+                    || r.worker >= ns.high_water
+            });
+        }
         Ok(Snapshot {
             server_unix_millis: now_ms(),
             marker_unix_millis: marker,
             records,
             high_water: if marker.is_some() { ns.high_water } else { 0 },
-            unrecorded,
-            more: false,
         })
     }
 
@@ -359,10 +351,10 @@ fn a_swap_that_leaves_the_high_water_mark_is_caught() {
 }
 
 #[test]
-fn a_read_that_finds_no_record_gone_is_caught() {
+fn a_read_that_leaves_out_the_probe_is_caught() {
     caught(
-        Break::ReadsNoUnrecorded,
-        "below the high-water mark with no record",
+        Break::ReadsPastTheProbe,
+        "read left out a record of the probe",
     );
 }
 

@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use flakegen::lease::backend::{Expect, NewRecord, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot};
 use flakegen::lease::{LeaseError, MemoryRegistry};
 use flakegen_contract::{Fixture, Wipe};
 
@@ -32,8 +32,8 @@ struct LateReplies {
 }
 
 impl Registry for LateReplies {
-    fn read(&self, ns: &str, workers: u64, prefer: Option<u64>) -> Result<Snapshot, LeaseError> {
-        self.memory.read(ns, workers, prefer)
+    fn read(&self, ns: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+        self.memory.read(ns, request)
     }
 
     fn mark(&self, ns: &str) -> Result<u64, LeaseError> {

@@ -19,6 +19,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use flakegen::lease::backend::ReadRequest;
 use flakegen::lease::{
     self,
     backend::{Expect, NewRecord},
@@ -52,7 +53,10 @@ fn main() -> ExitCode {
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let registry = lease::connect(&args.url)?;
     let namespace = format!("lease-floor-{}", std::process::id());
-    let marker_unix_millis = match registry.read(&namespace, 1, None)?.marker_unix_millis {
+    let marker_unix_millis = match registry
+        .read(&namespace, &ReadRequest::new(1))?
+        .marker_unix_millis
+    {
         Some(marker) => marker,
         None => registry.mark(&namespace)?,
     };

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::inspect::{Inspect, Listing, Survey, Transport};
-use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, said};
+use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, said};
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
 
@@ -262,16 +262,11 @@ impl fmt::Debug for MemoryRegistry {
 }
 
 impl Registry for MemoryRegistry {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        _prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
         let server_unix_millis = self.now_ms();
         let state = self.answer()?;
         let from = (namespace.to_owned(), 0);
-        let to = (namespace.to_owned(), workers);
+        let to = (namespace.to_owned(), request.workers);
         // Every record: a memory registry can afford it.
         let records: Vec<Record> = state
             .records
@@ -281,21 +276,11 @@ impl Registry for MemoryRegistry {
         let mark = self.mark_of(&state, namespace);
         let (marker_unix_millis, high_water) =
             mark.map_or((None, 0), |m| (Some(m.unix_millis), m.high_water));
-        // Every id below the mark with no record under the marker.
-        let unrecorded = (0..high_water.min(workers))
-            .filter(|&w| {
-                !records
-                    .iter()
-                    .any(|r| r.worker == w && Some(r.marker_unix_millis) == marker_unix_millis)
-            })
-            .collect();
         Ok(Snapshot {
             server_unix_millis,
             marker_unix_millis,
             records,
             high_water,
-            unrecorded,
-            more: false,
         })
     }
 
@@ -373,7 +358,7 @@ impl Inspect for MemoryRegistry {
             records,
             high_water,
             ..
-        } = self.read(namespace, u64::MAX, None)?;
+        } = self.read(namespace, &ReadRequest::new(u64::MAX))?;
         Ok(Listing {
             server_unix_millis,
             marker_unix_millis,

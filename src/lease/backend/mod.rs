@@ -73,6 +73,7 @@
 //! suite, the fault test and the cross-registry tests on it), and the
 //! registries CI checks in `.ci/run`.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -149,46 +150,52 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 /// [`flakegen-contract`](https://docs.rs/flakegen-contract) crate runs it
 /// over a fixture of yours, against your real server.
 pub trait Registry: Send + Sync + 'static {
-    /// Reads what an acquisition in `namespace`, among ids `0..workers`,
-    /// chooses from: the server's clock, the namespace's marker in force
-    /// (`None` if there is none), its high-water mark
-    /// ([`Snapshot::high_water`]), the records an acquisition may take, and
-    /// ids below the mark whose records are gone ([`Snapshot::unrecorded`]).
+    /// Reads what an acquisition in `namespace` chooses from, among the
+    /// ids `0..request.workers`. A registry keeps these obligations, each
+    /// checked by the contract rule named beside it
+    /// ([`flakegen-contract`](https://docs.rs/flakegen-contract)):
     ///
-    /// [`Snapshot::records`] may hold any records of the namespace below
-    /// `workers` (all of them, for a registry that can afford it), and must
-    /// hold at least, where they exist:
+    /// 1. **The server's clock** when it read, in [`Snapshot::server_unix_millis`]
+    ///    (`read_returns_what_an_acquisition_chooses_from`).
+    /// 2. **The marker in force**, or `None` where there is none: a marker
+    ///    of another history (a failover, a restore) is not in force
+    ///    (`a_mark_after_a_wipe_is_no_earlier_than_the_wipe`,
+    ///    `a_marker_replaced_is_never_moved_back`,
+    ///    `the_marker_is_no_earlier_than_the_loss`).
+    /// 3. **The high-water mark** under the marker in force, 0 where there
+    ///    is none ([`Snapshot::high_water`];
+    ///    `read_returns_what_an_acquisition_chooses_from`).
+    /// 4. **The records that decide a choice**, where they exist: of the free
+    ///    records under the marker in force, the one with the earliest
+    ///    fence (ties: the lowest id); of those whose lease has expired by
+    ///    the server's clock, one, preferably the earliest fence's; the
+    ///    record of [`prefer`](ReadRequest::prefer); and the record of the id
+    ///    at the high-water mark (`read_returns_what_an_acquisition_chooses_from`,
+    ///    `a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back`).
+    /// 5. **Every record in the probe**: each id of
+    ///    [`probed`](ReadRequest::probed) that has a record, whatever marker
+    ///    it was written under. flakegen moves the probe, at most
+    ///    [`MAX_PROBE`](ReadRequest::MAX_PROBE) ids at a time, through the ids below the high-water mark,
+    ///    and takes an id there with no record under the marker for one
+    ///    whose record is gone (`read_returns_what_an_acquisition_chooses_from`,
+    ///    `a_record_gone_far_below_the_mark_is_leased_again`).
+    /// 6. **A consistent view, or a telling one.** A read may take several
+    ///    steps rather than one atomic one, provided that a record written
+    ///    at or past the high-water mark it returns, by an acquisition
+    ///    racing it, shows in the snapshot: flakegen then reads again
+    ///    (`builds_racing_in_a_new_namespace_each_get_an_id`).
     ///
-    /// - of the free records written under the marker in force (no holder),
-    ///   the one with the earliest fence (ties: the lowest id);
-    /// - of the records written under the marker in force whose lease has
-    ///   expired by the server's clock, one, preferably the one with the
-    ///   earliest fence;
-    /// - the record of `prefer`, the id a generator held before a loss;
-    /// - the record of the id at the high-water mark, if it has one from
-    ///   before the marker in force.
-    ///
-    /// [`Snapshot::unrecorded`] must hold, if there is one, an id below the
-    /// high-water mark with no record under the marker, from a bounded
-    /// slice of the ids below it that successive reads move through
-    /// ([`Snapshot::more`] while they have not covered them all). An index
-    /// entry whose record is gone names such an id too.
-    ///
-    /// A read may take several steps rather than one atomic one: if an
-    /// acquisition racing it takes the id at the high-water mark between
-    /// them, and the snapshot holds that id's new record, flakegen reads
-    /// again.
+    /// [`Snapshot::records`] may hold any other records of the namespace
+    /// below `workers` (all of them, for a registry that can afford it);
+    /// those above are ignored. Which id is free, and where its lease
+    /// starts, flakegen decides from these: a registry computes nothing of
+    /// it, and keeps no state for it beyond the records and the marker.
     ///
     /// # Errors
     ///
     /// The connection's errors, and [`LeaseError::Corrupt`] for a record the
     /// registry cannot read.
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError>;
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError>;
 
     /// Makes sure the namespace has a marker, and returns the one in force.
     ///
@@ -249,8 +256,8 @@ macro_rules! forward_registry {
     ($($ptr:ty),*) => {$(
         #[deny(clippy::missing_trait_methods)]
         impl<R: Registry + ?Sized> Registry for $ptr {
-            fn read(&self, namespace: &str, workers: u64, prefer: Option<u64>) -> Result<Snapshot, LeaseError> {
-                (**self).read(namespace, workers, prefer)
+            fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+                (**self).read(namespace, request)
             }
             fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
                 (**self).mark(namespace)
@@ -302,16 +309,68 @@ pub struct Snapshot {
     /// it past that id, in the same atomic step (or before it). 0 where
     /// there is no marker.
     pub high_water: u64,
-    /// Ids below `high_water` and `workers` with no record written under
-    /// the marker in force, that the read found: ids handed out whose
-    /// records are gone (deleted by hand). A read need not look at every
-    /// id below the mark: see [`more`](Self::more).
-    pub unrecorded: Vec<u64>,
-    /// The read looked for `unrecorded` ids in a bounded slice of the ids
-    /// below the high-water mark, and did not reach them all: the next read
-    /// looks past it. flakegen reads again, a bounded number of times, when
-    /// nothing else is free.
-    pub more: bool,
+}
+
+/// What an acquisition asks [`Registry::read`] for.
+///
+/// ```
+/// use flakegen::lease::backend::ReadRequest;
+///
+/// let request = ReadRequest::new(1024).prefer(Some(7)).probe(64..128);
+/// assert_eq!((request.workers, request.prefer), (1024, Some(7)));
+/// assert_eq!(request.probe, 64..128);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadRequest {
+    /// The ids in play: `0..workers`.
+    pub workers: u64,
+    /// The id a generator held before a loss, whose record the read returns.
+    pub prefer: Option<u64>,
+    /// Ids whose records the read returns, whatever they say: those of
+    /// [`probed`](Self::probed).
+    pub probe: Range<u64>,
+}
+
+impl ReadRequest {
+    /// The most ids a probe covers.
+    pub const MAX_PROBE: u64 = 64;
+
+    /// A read among the ids `0..workers`, preferring none, probing none.
+    pub const fn new(workers: u64) -> ReadRequest {
+        ReadRequest {
+            workers,
+            prefer: None,
+            probe: 0..0,
+        }
+    }
+
+    /// The same read, returning the record of `worker` too.
+    #[must_use]
+    pub const fn prefer(mut self, worker: Option<u64>) -> ReadRequest {
+        self.prefer = worker;
+        self
+    }
+
+    /// The same read, returning every record among `ids` too.
+    #[must_use]
+    pub const fn probe(mut self, ids: Range<u64>) -> ReadRequest {
+        self.probe = ids;
+        self
+    }
+
+    /// The probe's ids whose records a read must return: those below
+    /// `workers`, at most [`MAX_PROBE`](Self::MAX_PROBE) of them, so that a
+    /// probe asked for carelessly cannot hold a shared server.
+    pub fn probed(&self) -> Range<u64> {
+        let start = self.probe.start.min(self.workers);
+        let end = self
+            .probe
+            .end
+            .min(self.workers)
+            .min(start.saturating_add(Self::MAX_PROBE));
+        start..end.max(start)
+    }
 }
 
 impl Snapshot {

@@ -4,13 +4,15 @@
 //! try is bounded (rule 7), and each read costs the live holders, not the
 //! id space (rule 9).
 
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::Terms;
 use super::holding::Holding;
 use super::ids::fresh_version;
 use super::start::{Choice, Lost, StartCause};
-use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry, Snapshot};
+use crate::lease::backend::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot};
 
 /// How many times in a row an acquisition may lose a race that nobody won
 /// before it gives up: a registry whose swaps fail while its records stay
@@ -35,10 +37,74 @@ const MAX_RACES: u64 = 1 << 12;
 /// handful of swaps per id taken rather than one per contender.
 const BACKOFF_MAX: Duration = Duration::from_millis(64);
 
-/// The fewest ids a registry looks through per read for ids below the
-/// high-water mark whose records are gone, while it says `Snapshot::more`:
-/// bounds how often an acquisition that finds nothing else reads again.
-const FRESH_SLICE: u64 = 16;
+/// How many ids below the high-water mark one read probes for records
+/// gone: what a registry returns beside the few records that decide a
+/// choice (rule 9). An acquisition that finds nothing else free moves the
+/// probe on and reads again, until it has probed every id below the mark.
+const PROBE: u64 = ReadRequest::MAX_PROBE;
+
+/// Where this process's next read probes, below the high-water mark as it
+/// last saw it; `u64::MAX` before the first. It starts at a random id, so
+/// that processes probe different ids, and stays on an id it found gone
+/// until that id is taken. A hint shared by every lease of the process:
+/// a race on it costs at most a probe in the wrong place.
+static PROBE_AT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// The ids one acquisition's reads probe, and how many below the
+/// high-water mark they have covered.
+struct Probe {
+    ids: Range<u64>,
+    covered: u64,
+}
+
+impl Probe {
+    fn start() -> Probe {
+        let at = match PROBE_AT.load(Ordering::Relaxed) {
+            u64::MAX => fresh_version() >> 32,
+            at => at,
+        };
+        Probe {
+            ids: at..at.saturating_add(PROBE),
+            covered: 0,
+        }
+    }
+
+    /// The ids probed below `top`, the high-water mark or the ids in play,
+    /// whichever is lower, that have no record under `marker_unix_millis`:
+    /// handed out, and their records gone. Moves the probe past them, or to
+    /// the first of them, for the next read.
+    fn unrecorded(&mut self, snapshot: &Snapshot, marker_unix_millis: u64, top: u64) -> Vec<u64> {
+        let probed = self.ids.start.min(top)..self.ids.end.min(top);
+        let gone: Vec<u64> = probed
+            .clone()
+            .filter(|&w| {
+                !snapshot
+                    .records
+                    .iter()
+                    .any(|r| r.worker == w && r.marker_unix_millis == marker_unix_millis)
+            })
+            .collect();
+        self.covered += probed.end - probed.start;
+        let next = match (gone.first(), top) {
+            (_, 0) => 0,
+            // Beyond the mark (a random start, or the mark fell): within it.
+            _ if self.ids.start >= top => self.ids.start % top,
+            (Some(&first), _) => first,
+            (None, _) if probed.end >= top => 0,
+            (None, _) => probed.end,
+        };
+        PROBE_AT.store(next, Ordering::Relaxed);
+        if gone.is_empty() {
+            self.ids = next..next.saturating_add(PROBE);
+        }
+        gone
+    }
+
+    /// Whether ids below `top` are left to probe.
+    fn more(&self, top: u64) -> bool {
+        self.covered < top
+    }
+}
 
 /// A lease just acquired.
 #[derive(Clone, Debug)]
@@ -63,7 +129,10 @@ pub(crate) fn acquire(
     lost: Option<&Lost>,
 ) -> Result<Grant, LeaseError> {
     let prefer = lost.map(|l| l.worker);
-    let mut slices = terms.workers.div_ceil(FRESH_SLICE);
+    let mut probe = Probe::start();
+    // Reads beyond those the races allow, to probe every id below the
+    // high-water mark when nothing else is free: one more than it takes.
+    let mut probes = terms.workers.div_ceil(PROBE) + 1;
     let max_races = terms
         .workers
         .saturating_add(u64::from(ATTEMPTS))
@@ -81,7 +150,10 @@ pub(crate) fn acquire(
             std::thread::sleep(backoff(races));
         }
         let now = now_ms();
-        let snapshot = registry.read(terms.namespace, terms.workers, prefer)?;
+        let request = ReadRequest::new(terms.workers)
+            .prefer(prefer)
+            .probe(probe.ids.clone());
+        let snapshot = registry.read(terms.namespace, &request)?;
         attempts += 1;
         if let Some((lost_to, high_water)) = last_lost.take() {
             if won_by_another(&snapshot, &lost_to, high_water) {
@@ -102,12 +174,14 @@ pub(crate) fn acquire(
             attempts -= 1;
             continue;
         }
-        let choice = match terms.choose(&snapshot, marker_unix_millis, now, prefer) {
+        let top = snapshot.high_water.min(terms.workers);
+        let unrecorded = probe.unrecorded(&snapshot, marker_unix_millis, top);
+        let choice = match terms.choose(&snapshot, &unrecorded, marker_unix_millis, now, prefer) {
             Ok(choice) => choice,
-            // The registry looks below the high-water mark for ids whose
-            // records are gone a slice at a time.
-            Err(_) if snapshot.more && slices > 0 => {
-                slices -= 1;
+            // Ids below the high-water mark are probed for records gone
+            // a window at a time.
+            Err(_) if probe.more(top) && probes > 0 => {
+                probes -= 1;
                 attempts -= 1;
                 continue;
             }
@@ -209,13 +283,8 @@ mod tests {
     }
 
     impl Registry for Outraced {
-        fn read(
-            &self,
-            ns: &str,
-            workers: u64,
-            prefer: Option<u64>,
-        ) -> Result<Snapshot, LeaseError> {
-            self.inner.read(ns, workers, prefer)
+        fn read(&self, ns: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+            self.inner.read(ns, request)
         }
         fn mark(&self, ns: &str) -> Result<u64, LeaseError> {
             self.inner.mark(ns)
@@ -258,13 +327,8 @@ mod tests {
     }
 
     impl Registry for Stuck {
-        fn read(
-            &self,
-            ns: &str,
-            workers: u64,
-            prefer: Option<u64>,
-        ) -> Result<Snapshot, LeaseError> {
-            self.inner.read(ns, workers, prefer)
+        fn read(&self, ns: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+            self.inner.read(ns, request)
         }
         fn mark(&self, ns: &str) -> Result<u64, LeaseError> {
             self.inner.mark(ns)
@@ -325,6 +389,94 @@ mod tests {
                 assert!(e.to_string().contains("build again"), "{e}");
             }
             other => panic!("expected Contended, got {other:?}"),
+        }
+    }
+
+    /// `workers` records under marker 100, every one held.
+    fn all_held(workers: u64) -> Snapshot {
+        let records = (0..workers)
+            .map(|w| crate::lease::protocol::fixtures::record(w, "a", 99_999, 5_000))
+            .collect();
+        crate::lease::protocol::fixtures::snapshot(records)
+    }
+
+    #[test]
+    fn a_probe_moves_through_every_id_below_the_mark_and_wraps() {
+        let s = all_held(200);
+        let mut probe = Probe {
+            ids: 100..164,
+            covered: 0,
+        };
+        let mut windows = vec![];
+        while probe.more(200) {
+            windows.push(probe.ids.clone());
+            assert_eq!(probe.unrecorded(&s, 100, 200), Vec::<u64>::new());
+        }
+        assert_eq!(windows, [100..164, 164..228, 0..64, 64..128]);
+    }
+
+    #[test]
+    fn a_probe_beyond_the_mark_moves_within_it() {
+        let s = all_held(200);
+        let mut probe = Probe {
+            ids: 1_030..1_094,
+            covered: 0,
+        };
+        assert!(probe.unrecorded(&s, 100, 200).is_empty());
+        assert_eq!((probe.ids.clone(), probe.more(200)), (30..94, true));
+    }
+
+    #[test]
+    fn a_probe_names_every_id_it_covers_with_no_record_under_the_marker() {
+        let mut s = all_held(200);
+        s.records.retain(|r| r.worker != 130 && r.worker != 140);
+        // Id 150's record is of another history.
+        for r in s.records.iter_mut().filter(|r| r.worker == 150) {
+            r.marker_unix_millis = 50;
+        }
+        let mut probe = Probe {
+            ids: 120..184,
+            covered: 0,
+        };
+        assert_eq!(probe.unrecorded(&s, 100, 200), [130, 140, 150]);
+        // Past the mark (or the ids in play) nothing is unrecorded.
+        let mut probe = Probe {
+            ids: 190..254,
+            covered: 0,
+        };
+        assert_eq!(probe.unrecorded(&s, 100, 195), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn an_acquisition_finds_the_one_id_whose_record_is_gone_wherever_it_lies() {
+        let t = Terms {
+            workers: 512,
+            ..terms()
+        };
+        let registry = crate::lease::MemoryRegistry::new();
+        let marker_unix_millis = registry.mark("n").unwrap();
+        for worker in 0..512 {
+            let held = NewRecord {
+                holder: "another",
+                version: 1,
+                ttl_millis: 600_000,
+                fence_unix_millis: 0,
+            };
+            let none = Expect {
+                marker_unix_millis,
+                version: None,
+            };
+            assert!(registry.swap("n", worker, none, &held).unwrap().is_some());
+        }
+        for gone in [0, 63, 64, 300, 511] {
+            registry.delete_record("n", gone);
+            let grant = acquire(&registry, &t, "me", now_ms, None).unwrap();
+            assert_eq!(grant.holding.worker, gone);
+            assert!(matches!(grant.cause, StartCause::Forgotten { .. }));
+        }
+        match acquire(&registry, &t, "me", now_ms, None) {
+            Err(LeaseError::AllHeld { held: 512, .. }) => {}
+            other => panic!("expected AllHeld, got {other:?}"),
         }
     }
 

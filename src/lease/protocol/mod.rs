@@ -116,17 +116,24 @@ pub(super) mod fixtures {
     /// a high-water mark past the highest, read at 1 000.
     pub(crate) fn snapshot(records: Vec<Record>) -> Snapshot {
         let high_water = records.iter().map(|r| r.worker + 1).max().unwrap_or(0);
-        let unrecorded = (0..high_water)
-            .filter(|&w| !records.iter().any(|r| r.worker == w))
-            .collect();
         Snapshot {
             server_unix_millis: 1_000,
             marker_unix_millis: Some(100),
             records,
             high_water,
-            unrecorded,
-            more: false,
         }
+    }
+
+    /// The ids below `snapshot`'s high-water mark with no record under its
+    /// marker: what a probe of all of them finds.
+    pub(crate) fn gone(snapshot: &Snapshot) -> Vec<u64> {
+        (0..snapshot.high_water)
+            .filter(|&w| {
+                !snapshot.records.iter().any(|r| {
+                    w == r.worker && Some(r.marker_unix_millis) == snapshot.marker_unix_millis
+                })
+            })
+            .collect()
     }
 
     pub(crate) fn relic_at(worker: u64, fence_unix_millis: u64) -> Record {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use super::{Terms, seen};
 use crate::clock::units::Moment;
-use crate::lease::backend::{Expect, LeaseError, RecordState, Registry, Snapshot};
+use crate::lease::backend::{Expect, LeaseError, ReadRequest, RecordState, Registry, Snapshot};
 
 /// How far ahead a free record's fence may lie and still count as passed
 /// when choosing: a release sets it just past the last ID (a unit), so a
@@ -161,6 +161,7 @@ impl Terms<'_> {
     pub(crate) fn choose(
         &self,
         snapshot: &Snapshot,
+        unrecorded: &[u64],
         marker_unix_millis: u64,
         now_ms: u64,
         prefer: Option<u64>,
@@ -214,7 +215,7 @@ impl Terms<'_> {
         }
         // Ids with no record at all: fenced by the loss rule.
         let fresh = Some(snapshot.high_water);
-        let unrecorded = snapshot.unrecorded.iter().copied().map(Some);
+        let unrecorded = unrecorded.iter().copied().map(Some);
         for worker in [fresh, prefer].into_iter().chain(unrecorded).flatten() {
             if worker < self.workers && records().all(|r| r.worker != worker) {
                 let (fence, cause) = self.unvouched(snapshot, marker_unix_millis, worker);
@@ -309,11 +310,12 @@ pub(crate) fn readiness(
     registry: &dyn Registry,
     terms: &Terms<'_>,
 ) -> Result<Readiness, LeaseError> {
-    let mut snapshot = registry.read(terms.namespace, terms.workers, None)?;
+    let request = ReadRequest::new(terms.workers);
+    let mut snapshot = registry.read(terms.namespace, &request)?;
     let marked = snapshot.marker_unix_millis.is_none();
     if marked {
         registry.mark(terms.namespace)?;
-        snapshot = registry.read(terms.namespace, terms.workers, None)?;
+        snapshot = registry.read(terms.namespace, &request)?;
     }
     let marker_unix_millis = match snapshot.marker_unix_millis {
         Some(marker) => marker,
@@ -332,7 +334,7 @@ pub(crate) fn readiness(
 mod tests {
     use super::*;
     use crate::lease::protocol::acquire;
-    use crate::lease::protocol::fixtures::{now_ms, record, relic_at, snapshot, terms};
+    use crate::lease::protocol::fixtures::{gone, now_ms, record, relic_at, snapshot, terms};
 
     fn chosen(choice: Choice) -> (u64, u64, StartCause) {
         (choice.worker, choice.start_unix_millis, choice.cause)
@@ -347,14 +349,14 @@ mod tests {
             record(2, "b", 999, 900), // expired
         ]);
         // Id 3, the high-water mark: fenced at 100 + 10 000 + 2 000.
-        let choice = t.choose(&s, 100, 1_000, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 1_000, None).unwrap();
         assert_eq!(chosen(choice), (2, 900, StartCause::Predecessor));
         assert_eq!(choice.expect.version, Some(9));
-        let choice = t.choose(&s, 100, 800, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 800, None).unwrap();
         assert_eq!((choice.worker, choice.start_unix_millis), (2, 900));
         assert_eq!(choice.expect.marker_unix_millis, 100);
         let s = snapshot(vec![record(0, "a", 5_000, 1)]);
-        let choice = t.choose(&s, 100, 1_000, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 1_000, None).unwrap();
         let marker = StartCause::Marker {
             marker_unix_millis: 100,
         };
@@ -368,13 +370,15 @@ mod tests {
         // Released at 40 000; the fresh id 1's fence (100 + 10 000 + 2 000)
         // passed long before: both start now, and the released one wins.
         let s = snapshot(vec![record(0, "", 0, 40_000)]);
-        let choice = t.choose(&s, 100, 50_000, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 50_000, None).unwrap();
         assert_eq!(chosen(choice), (0, 40_000, StartCause::Predecessor));
         // Released a moment ago: its fence just ahead, within the grace.
-        let choice = t.choose(&s, 100, 40_000 - RELEASED_GRACE_MS, None).unwrap();
+        let choice = t
+            .choose(&s, &gone(&s), 100, 40_000 - RELEASED_GRACE_MS, None)
+            .unwrap();
         assert_eq!(choice.worker, 0);
         // Further ahead, the fresh id starts sooner.
-        let choice = t.choose(&s, 100, 20_000, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 20_000, None).unwrap();
         assert_eq!(choice.worker, 1);
     }
 
@@ -392,7 +396,7 @@ mod tests {
             ..Snapshot::default()
         };
         let workers_one = Terms { workers: 1, ..t };
-        let choice = workers_one.choose(&s, 500, 1_000, None).unwrap();
+        let choice = workers_one.choose(&s, &gone(&s), 500, 1_000, None).unwrap();
         let marker = StartCause::Marker {
             marker_unix_millis: 500,
         };
@@ -405,7 +409,7 @@ mod tests {
             records: vec![far.clone()],
             ..s
         };
-        let choice = workers_one.choose(&s, 500, 1_000, None).unwrap();
+        let choice = workers_one.choose(&s, &gone(&s), 500, 1_000, None).unwrap();
         assert_eq!(chosen(choice), (0, 90_000, StartCause::Predecessor));
         // Below the high-water mark, a relic was handed out again since the
         // marker and its new record is gone: fenced from when that was seen.
@@ -417,7 +421,7 @@ mod tests {
         let forgotten = StartCause::Forgotten {
             seen_unix_millis: 1_001,
         };
-        let choice = workers_one.choose(&s, 500, 1_000, None).unwrap();
+        let choice = workers_one.choose(&s, &gone(&s), 500, 1_000, None).unwrap();
         assert_eq!(chosen(choice), (0, 13_001, forgotten));
     }
 
@@ -428,18 +432,18 @@ mod tests {
             ..terms()
         };
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "b", 5_000, 0)]);
-        assert_eq!(t.choose(&s, 100, 0, None), Err(2));
+        assert_eq!(t.choose(&s, &gone(&s), 100, 0, None), Err(2));
     }
 
     #[test]
     fn the_high_water_mark_is_offered_at_the_marker_rule() {
         let t = terms();
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "b", 5_000, 0)]);
-        let choice = t.choose(&s, 100, 0, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 0, None).unwrap();
         assert_eq!((choice.worker, choice.start_unix_millis), (2, 12_100));
         // At the layout's last id, nothing is past it.
         let t = Terms { workers: 2, ..t };
-        assert_eq!(t.choose(&s, 100, 0, None), Err(2));
+        assert_eq!(t.choose(&s, &gone(&s), 100, 0, None), Err(2));
     }
 
     #[test]
@@ -448,13 +452,13 @@ mod tests {
         // Ids 0 and 2 held, id 1 handed out once (below the mark) and its
         // record deleted: an empty slot is no proof that nobody issues on it.
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(2, "b", 5_000, 0)]);
-        assert_eq!(s.unrecorded, [1]);
+        assert_eq!(gone(&s), [1]);
         let forgotten = StartCause::Forgotten {
             seen_unix_millis: 1_001,
         };
         // Id 1 waits from the read (1 001 + 12 000); the mark, id 3, from
         // the marker (100 + 12 000), which is earlier.
-        let choice = t.choose(&s, 100, 0, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 0, None).unwrap();
         assert_eq!(
             chosen(choice),
             (
@@ -466,7 +470,7 @@ mod tests {
             )
         );
         let t = Terms { workers: 3, ..t };
-        let choice = t.choose(&s, 100, 0, None).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 0, None).unwrap();
         assert_eq!(chosen(choice), (1, 13_001, forgotten));
         assert_eq!(choice.expect.version, None);
     }
@@ -480,16 +484,25 @@ mod tests {
             record(1, "", 0, 10),
             record(2, "", 0, 700),
         ]);
-        assert_eq!(t.choose(&s, 100, 1_000, Some(2)).unwrap().worker, 2);
+        assert_eq!(
+            t.choose(&s, &gone(&s), 100, 1_000, Some(2)).unwrap().worker,
+            2
+        );
         // Held by another: the ordinary choice.
-        assert_eq!(t.choose(&s, 100, 1_000, Some(0)).unwrap().worker, 1);
+        assert_eq!(
+            t.choose(&s, &gone(&s), 100, 1_000, Some(0)).unwrap().worker,
+            1
+        );
         // Unrecorded (a loss), though not the high-water mark (2).
         let s = snapshot(vec![record(0, "a", 5_000, 0), record(1, "", 0, 10)]);
-        let choice = t.choose(&s, 100, 1_000, Some(3)).unwrap();
+        let choice = t.choose(&s, &gone(&s), 100, 1_000, Some(3)).unwrap();
         assert_eq!((choice.worker, choice.expect.version), (3, None));
         assert_eq!(choice.start_unix_millis, 12_100);
         // Not an id of the layout: ignored.
-        assert_eq!(t.choose(&s, 100, 1_000, Some(9)).unwrap().worker, 1);
+        assert_eq!(
+            t.choose(&s, &gone(&s), 100, 1_000, Some(9)).unwrap().worker,
+            1
+        );
     }
 
     fn lost(worker: u64, marker_unix_millis: u64) -> Lost {

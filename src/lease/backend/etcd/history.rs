@@ -38,8 +38,6 @@ pub(super) struct Keys {
     pub(super) name: String,
     /// `<epoch ms> <marker ms> <high-water mark>`: the namespace's mark.
     pub(super) mark: String,
-    /// Where the next read looks for records gone below the mark.
-    pub(super) cursor: String,
     /// Every key of the namespace starts with this.
     pub(super) base: String,
 }
@@ -120,7 +118,6 @@ impl EtcdRegistry {
             last_mark: format!("{}/last-mark", self.prefix),
             name: format!("{}/names/{ns}", self.prefix),
             mark: format!("{base}mark"),
-            cursor: format!("{base}cursor"),
             base,
         })
     }

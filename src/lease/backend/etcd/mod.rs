@@ -9,7 +9,6 @@ mod records;
 mod session;
 mod url;
 
-use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 
@@ -18,7 +17,7 @@ use self::history::Seen;
 use self::records::{Filed, Found};
 use self::url::percent_encode;
 use super::remote::Remote;
-use super::{Expect, LeaseError, NewRecord, Registry, Snapshot, TimeBase};
+use super::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
 
@@ -30,7 +29,6 @@ use crate::clock::{Clock, SystemClock};
 /// <prefix>/last-mark                   the highest namespace marker given: none repeats
 /// <prefix>/names/<namespace>           the namespaces ever marked
 /// <prefix>/ns/<namespace>/mark         <epoch ms> <marker ms> <high-water mark>
-/// <prefix>/ns/<namespace>/cursor       where the next read looks for records gone
 /// <prefix>/ns/<namespace>/w/<id>       the record: JSON holder, version, marker, expires, fence
 /// <prefix>/ns/<namespace>/free/<m>/<fence>/<id>    free records under marker m, by fence
 /// <prefix>/ns/<namespace>/held/<m>/<expires>/<id>  held ones, by expiry
@@ -46,8 +44,8 @@ use crate::clock::{Clock, SystemClock};
 /// it compared. A [`read`](Registry::read) is three transactions, each a
 /// consistent view at one revision, bounded whatever the number of
 /// records: the free record with the earliest fence, the four
-/// soonest-expiring holders, the id at the high-water mark, and 256 ids
-/// below the mark, from a cursor, for records gone. Every request is
+/// soonest-expiring holders, the id at the high-water mark, and the ids
+/// flakegen probes. Every request is
 /// linearizable (served through the leader), and every call, connecting
 /// included, finishes or fails within its timeout on the client. The
 /// client speaks etcd's JSON gateway (`/v3/...` on the client port, served
@@ -119,26 +117,19 @@ pub struct EtcdRegistry {
     remote: Remote<Gateway>,
 }
 
-/// How many ids below the high-water mark a read looks at for records gone.
-const SLICE: u64 = 256;
-
 /// The clock this registry's times are read from: its host's.
 fn now_ms() -> u64 {
     floor_millis(SystemClock.unix_nanos())
 }
 
 impl Registry for EtcdRegistry {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
         let keys = self.keys(namespace)?;
+        let workers = request.workers;
         let mut txn = Txn::new();
         let head_gets = Self::head_gets(&mut txn, &keys);
-        let cursor = txn.get(&keys.cursor);
-        let preferred = prefer
+        let preferred = request
+            .prefer
             .filter(|&w| w < workers)
             .map(|w| txn.get(&keys.record(w)));
         let first = (workers > 0).then(|| txn.get(&keys.record(0)));
@@ -162,24 +153,17 @@ impl Registry for EtcdRegistry {
         };
         self.raise_witness(&head, &keys)?;
         let (marker, high) = (mark.marker, mark.high_water);
-        let cursor = self.kv(&answer, cursor)?;
-        let cursor_revision = cursor.as_ref().map_or(0, |kv| kv.mod_revision);
-        let at: u64 = cursor
-            .and_then(|kv| String::from_utf8(kv.value).ok()?.parse().ok())
-            .unwrap_or(0);
-        let top = high.min(workers);
-        let start = if at < top { at } else { 0 };
-        let stop = top.min(start + SLICE);
+        let probed = request.probed();
 
         let mut txn = Txn::new();
         let free = txn.scan(&keys.free(marker), None, 1, true);
         let held = txn.scan(&keys.held(marker), None, 4, true);
         let at_mark = (high < workers).then(|| txn.get(&keys.record(high)));
-        let slice = (start < stop).then(|| {
+        let probe = (!probed.is_empty()).then(|| {
             txn.scan(
                 &keys.records(),
-                Some(&keys.record(start)),
-                stop - start,
+                Some(&keys.record(probed.start)),
+                probed.end - probed.start,
                 false,
             )
         });
@@ -205,59 +189,38 @@ impl Registry for EtcdRegistry {
                 found.add(self.record_of(&kv)?);
             }
         }
-        // The slice below the mark: the first id without a record under
-        // the marker is one whose record is gone.
-        let mut recorded = BTreeSet::new();
-        for kv in slice
+        // The probe: every record from its first id, as many keys as it
+        // has ids (keys sort as numbers), those past it left out.
+        for kv in probe
             .map(|get| self.kvs(&answer, get))
             .transpose()?
             .unwrap_or_default()
         {
             let record = self.record_of(&kv)?;
-            if record.marker_unix_millis == marker {
-                recorded.insert(record.worker);
-            } else {
+            if probed.contains(&record.worker) {
                 found.add(record);
             }
         }
-        let gap = (start..stop).find(|w| !recorded.contains(w));
-        let next = gap.unwrap_or(stop);
-        let next = if next >= top { 0 } else { next };
 
-        // The entries' records, and the cursor moved.
-        let mut txn = Txn::new();
-        let gets: Vec<_> = entries
-            .iter()
-            .map(|(w, _)| txn.get(&keys.record(*w)))
-            .collect();
-        if next != at {
-            match cursor_revision {
-                0 => txn.created_at(&keys.cursor, 0),
-                revision => txn.modified_at(&keys.cursor, revision),
-            }
-            txn.put(&keys.cursor, &next.to_string());
+        // The entries' records.
+        if !entries.is_empty() {
+            let mut txn = Txn::new();
+            let gets: Vec<_> = entries
+                .iter()
+                .map(|(w, _)| txn.get(&keys.record(*w)))
+                .collect();
+            let answer = self.txn(&txn)?;
+            let filed = Filed {
+                keys: &keys,
+                marker,
+            };
+            self.reconcile(&filed, &answer, entries.into_iter().zip(gets), &mut found)?;
         }
-        let answer = self.txn(&txn)?;
-        let mut unrecorded: Vec<u64> = gap.into_iter().collect();
-        let filed = Filed {
-            keys: &keys,
-            marker,
-            top,
-        };
-        self.reconcile(
-            &filed,
-            &answer,
-            entries.into_iter().zip(gets),
-            &mut found,
-            &mut unrecorded,
-        )?;
         Ok(Snapshot {
             server_unix_millis: now,
             marker_unix_millis: Some(marker),
             records: found.records,
             high_water: high,
-            unrecorded,
-            more: start > 0 || stop < top,
         })
     }
 
@@ -301,7 +264,6 @@ impl Registry for EtcdRegistry {
             txn.put(&keys.mark, &format!("{epoch} {marker} 0"));
             txn.put(&keys.last_mark, &marker.to_string());
             txn.put(&keys.name, "");
-            txn.delete(&keys.cursor);
             if self.txn(&txn)?.succeeded {
                 return Ok(marker);
             }

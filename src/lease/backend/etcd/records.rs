@@ -120,27 +120,25 @@ impl EtcdRegistry {
 }
 
 /// What an index entry must match to file its record: the namespace's
-/// keys, the marker in force, and the top of the ids in play.
+/// keys and the marker in force.
 pub(super) struct Filed<'a> {
     pub(super) keys: &'a Keys,
     pub(super) marker: u64,
-    pub(super) top: u64,
 }
 
 impl EtcdRegistry {
     /// Checks each index entry (its worker id and key) against the record
     /// `answer` got for it: one that files its record adds it to `found`;
-    /// one that does not is dropped, and its record, if under another
-    /// marker or gone, leaves its id `unrecorded` when below the top.
+    /// one that does not is dropped, and its record, if any, added all the
+    /// same: a probe finds an id whose record is gone.
     pub(super) fn reconcile(
         &self,
         filed: &Filed<'_>,
         answer: &Answer,
         entries: impl Iterator<Item = ((u64, String), Get)>,
         found: &mut Found,
-        unrecorded: &mut Vec<u64>,
     ) -> Result<(), LeaseError> {
-        let Filed { keys, marker, top } = *filed;
+        let Filed { keys, marker } = *filed;
         let mut stale = Vec::new();
         for ((worker, index_key), get) in entries {
             let kv = self.kv(answer, get)?;
@@ -162,16 +160,8 @@ impl EtcdRegistry {
                 continue;
             }
             stale.push((index_key, worker, kv.map_or(0, |kv| kv.mod_revision)));
-            match record {
-                Some(record) if record.marker_unix_millis == marker => found.add(record),
-                record => {
-                    if worker < top && !unrecorded.contains(&worker) {
-                        unrecorded.push(worker);
-                    }
-                    if let Some(record) = record {
-                        found.add(record);
-                    }
-                }
+            if let Some(record) = record {
+                found.add(record);
             }
         }
         self.drop_stale(keys, &stale)

@@ -30,7 +30,7 @@ impl Inspect for MysqlRegistry {
                         address: self.remote.address.clone(),
                     }));
                 }
-                let mark: Option<(i64, i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
+                let mark: Option<(i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
                 let rows: Vec<Row> = conn
                     .exec(
                         format!(
@@ -43,8 +43,8 @@ impl Inspect for MysqlRegistry {
                 let records = self.records(rows)?;
                 Ok(Listing {
                     server_unix_millis: u64::try_from(now).unwrap_or(0),
-                    marker_unix_millis: mark.and_then(|(m, _, _)| u64::try_from(m).ok()),
-                    high_water: mark.map_or(0, |(_, high, _)| high.unsigned_abs()),
+                    marker_unix_millis: mark.and_then(|(m, _)| u64::try_from(m).ok()),
+                    high_water: mark.map_or(0, |(_, high)| high.unsigned_abs()),
                     records,
                 })
             }

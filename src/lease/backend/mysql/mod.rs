@@ -7,16 +7,16 @@ mod statements;
 mod url;
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, Row};
+use mysql_async::{Opts, Row};
 
 use self::session::Session;
 use self::statements::{
-    COLUMNS, GAP, MARK, MARK_IN_FORCE, NOW_MS, RAISE, SENTINEL, SLICE, SWAP_ADOPT, SWAP_INSERT,
+    CANDIDATES, HEAD, MARK, MARK_IN_FORCE, NOW_MS, RAISE, SENTINEL, SWAP_ADOPT, SWAP_INSERT,
     SWAP_UPDATE,
 };
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
-use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
+use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, signed};
 
 /// Worker-id leases kept in a MySQL or MariaDB table, `flakegen_leases`
 /// (InnoDB), with each namespace's marker in a table beside it,
@@ -41,8 +41,7 @@ use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
 ///
 /// A read finds what an acquisition chooses from through two indexes (the
 /// free records by fence, the held ones by expiry, over a stored column
-/// `is_free`), and looks for records gone below the high-water mark 256
-/// ids at a time from a cursor: its cost does not grow with the id space or
+/// `is_free`), and the ids flakegen probes by the primary key: its cost does not grow with the id space or
 /// with the records kept.
 ///
 /// # What counts as a loss
@@ -162,7 +161,7 @@ impl MysqlRegistry {
         rows.into_iter().map(|row| self.record(row)).collect()
     }
 
-    /// A record from a row of [`COLUMNS`].
+    /// A record from a row of [`COLUMNS`](statements::COLUMNS).
     fn record(&self, row: Row) -> Sql<Record> {
         let corrupt =
             |what: &str| self.corrupt(format!("a record's {what} is missing or negative"));
@@ -178,94 +177,41 @@ impl MysqlRegistry {
             fence_unix_millis: unsigned(fence, "fence")?,
         })
     }
-
-    /// The lowest id below the high-water mark with no record under the
-    /// marker, in a slice from the namespace's cursor, which moves there
-    /// (or past the slice, back to 0 past the mark); and whether the read
-    /// left ids below the mark unlooked at.
-    async fn gap(
-        &self,
-        conn: &mut Conn,
-        ns: &str,
-        marker: i64,
-        top: i64,
-        cursor: i64,
-    ) -> Sql<(Option<i64>, bool)> {
-        let start = if cursor < top { cursor } else { 0 };
-        let stop = top.min(start + SLICE);
-        let gap: Option<i64> = if start < stop {
-            conn.exec_first(GAP, (start, stop, ns, marker))
-                .await?
-                .flatten()
-        } else {
-            None
-        };
-        let next = gap.unwrap_or(stop);
-        let next = if next >= top { 0 } else { next };
-        if next != cursor {
-            conn.exec_drop(
-                "UPDATE flakegen_namespaces SET cursor_at = ? WHERE namespace = ? AND marker_ms = ?",
-                (next, ns, marker),
-            )
-            .await?;
-        }
-        Ok((gap, start > 0 || stop < top))
-    }
 }
 
 impl Registry for MysqlRegistry {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
         super::check_namespace(namespace)?;
-        let (ns, workers) = (namespace.to_owned(), signed(workers));
+        let (ns, workers) = (namespace.to_owned(), signed(request.workers));
+        let prefer = request.prefer.map_or(-1, signed);
+        let probed = request.probed();
+        let (from, to) = (signed(probed.start), signed(probed.end));
         self.run_acquiring(|mut conn| async move {
             let result = async {
                 // The server's clock, and the marker unless a restore voided it.
-                let now: i64 = conn
-                    .query_first(format!("SELECT {NOW_MS}"))
+                let (now, marker, high): (i64, Option<i64>, i64) = conn
+                    .exec_first(&*HEAD, (&ns,))
                     .await?
                     .ok_or_else(|| self.corrupt("no clock reading".into()))?;
-                let mark: Option<(i64, i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
-                let marker = mark.map(|(m, _, _)| m);
-                let high = mark.map_or(0, |(_, high, _)| high);
-                let (gap, more) = match mark {
-                    Some((m, high, cursor)) => {
-                        self.gap(&mut conn, &ns, m, high.min(workers), cursor)
-                            .await?
-                    }
-                    None => (None, false),
-                };
+                // Ids past the ones in play name no record.
+                let in_play = |id: i64| if id < workers { id } else { -1 };
+                let marker_or_none = marker.unwrap_or(-1);
                 let rows: Vec<Row> = conn
                     .exec(
-                        format!(
-                            "(SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
-                               AND marker_ms = ? AND is_free = 1 AND worker >= 0 AND worker < ? \
-                               ORDER BY fence_ms, worker LIMIT 1) \
-                             UNION ALL \
-                             (SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
-                               AND marker_ms = ? AND is_free = 0 AND expires_ms <= ? \
-                               AND worker >= 0 AND worker < ? ORDER BY expires_ms LIMIT 4) \
-                             UNION ALL \
-                             (SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
-                               AND worker IN (?, ?, ?) AND worker >= 0 AND worker < ?)"
-                        ),
+                        &*CANDIDATES,
                         (
                             &ns,
-                            marker.unwrap_or(-1),
+                            marker_or_none,
                             workers,
                             &ns,
-                            marker.unwrap_or(-1),
+                            marker_or_none,
                             now,
                             workers,
                             &ns,
-                            prefer.map_or(-1, signed),
-                            high,
-                            gap.unwrap_or(-1),
-                            workers,
+                            in_play(prefer),
+                            in_play(high),
+                            from,
+                            to,
                         ),
                     )
                     .await?;
@@ -275,8 +221,6 @@ impl Registry for MysqlRegistry {
                     marker_unix_millis: marker.and_then(|m| u64::try_from(m).ok()),
                     records,
                     high_water: high.unsigned_abs(),
-                    unrecorded: gap.map(i64::unsigned_abs).into_iter().collect(),
-                    more,
                 })
             }
             .await;
@@ -294,8 +238,8 @@ impl Registry for MysqlRegistry {
                 // force stays.
                 conn.query_drop(SENTINEL).await?;
                 conn.exec_drop(MARK, (&ns,)).await?;
-                let mark: Option<(i64, i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
-                let (marker, _, _) =
+                let mark: Option<(i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
+                let (marker, _) =
                     mark.ok_or_else(|| self.corrupt("no marker after writing one".into()))?;
                 u64::try_from(marker).map_err(|_| self.corrupt(format!("the marker is {marker}")))
             }

@@ -8,7 +8,5 @@ CREATE TABLE IF NOT EXISTS flakegen_namespaces (
     namespace  VARCHAR(200) NOT NULL PRIMARY KEY,
     marker_ms  BIGINT NOT NULL,
     stamp      VARCHAR(255) NOT NULL,
-    high_water BIGINT NOT NULL DEFAULT 0,
-    -- Where the next read looks for ids below the mark whose records are gone.
-    cursor_at  BIGINT NOT NULL DEFAULT 0
+    high_water BIGINT NOT NULL DEFAULT 0
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

@@ -1,5 +1,7 @@
 //! The statements of the storage steps, each with what it binds.
 
+use std::sync::LazyLock;
+
 /// The server's clock in ms, rounded down: expiry is judged no later than it is.
 pub(super) const NOW_MS: &str = "FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000)";
 
@@ -23,26 +25,47 @@ macro_rules! stamp {
 pub(super) const SENTINEL: &str = "INSERT IGNORE INTO flakegen_leases (namespace, worker, holder, fence_ms) \
      VALUES ('', -1, UUID(), 0)";
 
-/// The namespace `?`'s marker in force, its high-water mark and cursor.
+/// The namespace `?`'s marker in force and its high-water mark.
 pub(super) const MARK_IN_FORCE: &str = concat!(
-    "SELECT marker_ms, high_water, cursor_at FROM flakegen_namespaces WHERE namespace = ? \
-     AND stamp = ",
+    "SELECT marker_ms, high_water FROM flakegen_namespaces WHERE namespace = ? AND stamp = ",
     stamp!()
 );
 
-/// How many ids below the high-water mark a read looks at for records gone.
-pub(super) const SLICE: i64 = 256;
+/// The server's clock, and the namespace `?`'s marker in force and
+/// high-water mark (NULL and 0 where none is), in one round trip.
+pub(super) static HEAD: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {NOW_MS}, m.marker_ms, COALESCE(m.high_water, 0) FROM (SELECT 1) one \
+         LEFT JOIN flakegen_namespaces m ON m.namespace = ? AND m.stamp = {stamp}",
+        stamp = stamp!(),
+    )
+});
 
 /// The columns of a record, in the order [`MysqlRegistry::record`] reads them.
 pub(super) const COLUMNS: &str =
     "worker, COALESCE(holder, ''), version, marker_ms, expires_ms, fence_ms";
 
-/// The lowest id in `[?, ?)` with no record under the marker `?` of the
-/// namespace `?`.
-pub(super) const GAP: &str = "WITH RECURSIVE s (w) AS (SELECT CAST(? AS SIGNED) UNION ALL \
-     SELECT w + 1 FROM s WHERE w + 1 < ?) \
-     SELECT MIN(s.w) FROM s LEFT JOIN flakegen_leases l \
-     ON l.namespace = ? AND l.worker = s.w AND l.marker_ms = ? WHERE l.worker IS NULL";
+/// The records an acquisition chooses from: the free one with the earliest
+/// fence and a few expired ones under the marker (through the indexes on
+/// `is_free`), and those of the preferred id, the id at the high-water mark
+/// and the ids probed. Binds the namespace, the marker (-1: none) and the
+/// ids in play; the namespace, the marker, the server's now and the ids in
+/// play; the namespace, the preferred id and the mark (-1: none, or not in
+/// play), and the probe's first id and the id past its last.
+pub(super) static CANDIDATES: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "(SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
+           AND marker_ms = ? AND is_free = 1 AND worker >= 0 AND worker < ? \
+           ORDER BY fence_ms, worker LIMIT 1) \
+         UNION ALL \
+         (SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
+           AND marker_ms = ? AND is_free = 0 AND expires_ms <= ? \
+           AND worker >= 0 AND worker < ? ORDER BY expires_ms LIMIT 4) \
+         UNION ALL \
+         (SELECT {COLUMNS} FROM flakegen_leases WHERE namespace = ? \
+           AND (worker IN (?, ?) OR (worker >= ? AND worker < ?)))"
+    )
+});
 
 /// A renewal: the record at its version, under the marker it was written
 /// under, which is joined in as it is now (a current read).
@@ -94,6 +117,5 @@ pub(super) const MARK: &str = concat!(
     ") ON DUPLICATE KEY UPDATE \
      marker_ms = IF(stamp = VALUES(stamp), marker_ms, GREATEST(VALUES(marker_ms), marker_ms + 1)), \
      high_water = IF(stamp = VALUES(stamp), high_water, 0), \
-     cursor_at = IF(stamp = VALUES(stamp), cursor_at, 0), \
      stamp = VALUES(stamp)"
 );

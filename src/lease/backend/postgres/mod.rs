@@ -14,7 +14,7 @@ use self::session::Session;
 use self::statements::{CANDIDATES, HEAD, MARK, MARK_IN_FORCE, SENTINEL};
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
-use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
+use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, signed};
 
 /// Worker-id leases kept in a PostgreSQL table, `flakegen_leases`, with
 /// each namespace's marker in a table beside it, `flakegen_namespaces`;
@@ -75,10 +75,9 @@ use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot, signed};
 /// replication around the server.
 ///
 /// A read finds what an acquisition chooses from through two partial
-/// indexes (the free records by fence, the held ones by expiry), and looks
-/// for records gone below the high-water mark 256 ids at a time from a
-/// cursor: its cost does not grow with the id space or with the records
-/// kept.
+/// indexes (the free records by fence, the held ones by expiry), and the
+/// ids flakegen probes by the primary key: its cost does not grow with the
+/// id space or with the records kept.
 ///
 /// For teams that run migrations themselves, the tables and indexes are
 /// [`Self::DDL`]:
@@ -142,17 +141,14 @@ impl PostgresRegistry {
 }
 
 impl Registry for PostgresRegistry {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
         super::check_namespace(namespace)?;
-        let workers = signed(workers);
-        let prefer = prefer.map_or(-1, signed);
+        let workers = signed(request.workers);
+        let prefer = request.prefer.map_or(-1, signed);
+        let probed = request.probed();
+        let (from, to) = (signed(probed.start), signed(probed.end));
         self.run(|client| async move {
-            let head = client.query_one(&*HEAD, &[&namespace, &workers]).await?;
+            let head = client.query_one(&*HEAD, &[&namespace]).await?;
             let marker: Option<i64> = head.try_get("marker_ms")?;
             let marker_unix_millis = match marker {
                 Some(m) => {
@@ -162,7 +158,6 @@ impl Registry for PostgresRegistry {
             };
             let now: i64 = head.try_get("now_ms")?;
             let high_water = self.unsigned(&head, "high_water")?;
-            let gap: Option<i64> = head.try_get("gap")?;
             let fresh = signed(high_water);
             let rows = client
                 .query(
@@ -174,7 +169,8 @@ impl Registry for PostgresRegistry {
                         &now,
                         &prefer,
                         &fresh,
-                        &gap.unwrap_or(-1),
+                        &from,
+                        &to,
                     ],
                 )
                 .await?;
@@ -187,8 +183,6 @@ impl Registry for PostgresRegistry {
                 marker_unix_millis,
                 records,
                 high_water,
-                unrecorded: gap.map(i64::unsigned_abs).into_iter().collect(),
-                more: head.try_get("more")?,
             })
         })
     }

@@ -8,7 +8,5 @@ CREATE TABLE IF NOT EXISTS flakegen_namespaces (
     namespace  text   PRIMARY KEY,
     marker_ms  bigint NOT NULL,
     stamp      text   NOT NULL,
-    high_water bigint NOT NULL DEFAULT 0,
-    -- Where the next read looks for ids below the mark whose records are gone.
-    cursor_at  bigint NOT NULL DEFAULT 0
+    high_water bigint NOT NULL DEFAULT 0
 );

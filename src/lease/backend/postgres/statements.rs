@@ -30,42 +30,20 @@ pub(super) const STAMP: &str = stamp!();
 pub(super) const SENTINEL: &str = "INSERT INTO flakegen_leases (namespace, worker, holder, fence_ms) \
      VALUES ('', -1, md5(random()::text || clock_timestamp()::text), 0) ON CONFLICT DO NOTHING";
 
-/// How many ids below the high-water mark a read looks at for records gone.
-pub(super) const SLICE: i64 = 256;
-
 /// The namespace `$1`'s marker in force and its high-water mark, if any.
 pub(super) static MARK_IN_FORCE: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT marker_ms, high_water, cursor_at FROM flakegen_namespaces \
+        "SELECT marker_ms, high_water FROM flakegen_namespaces \
          WHERE namespace = $1 AND stamp = {STAMP}"
     )
 });
 
-/// The server's clock, the marker in force and the high-water mark, and
-/// the lowest id below the mark (and `$2` workers) in a slice from the
-/// cursor with no record under the marker; the cursor moves there, or
-/// past the slice (back to 0 past the mark). `$1` namespace, `$2` workers.
+/// The server's clock, and the namespace `$1`'s marker in force and
+/// high-water mark (NULL and 0 where none is).
 pub(super) static HEAD: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "WITH m AS ({mark}), \
-           slice AS (SELECT CASE WHEN m.cursor_at < least(m.high_water, $2::bigint) \
-                            THEN m.cursor_at ELSE 0 END AS start, \
-                            least(m.high_water, $2::bigint) AS top FROM m), \
-           bounds AS (SELECT start, least(start + {SLICE}, top) AS stop, top FROM slice), \
-           gap AS (SELECT min(w) AS w FROM ( \
-               SELECT g AS w FROM bounds, generate_series(bounds.start, bounds.stop - 1) g \
-               EXCEPT \
-               SELECT l.worker FROM flakegen_leases l, bounds, m \
-               WHERE l.namespace = $1 AND l.worker >= bounds.start AND l.worker < bounds.stop \
-                 AND l.marker_ms = m.marker_ms) unrecorded), \
-           next AS (SELECT CASE WHEN coalesce(gap.w, b.stop) >= b.top THEN 0 \
-                                ELSE coalesce(gap.w, b.stop) END AS at FROM gap, bounds b), \
-           moved AS (UPDATE flakegen_namespaces SET cursor_at = next.at FROM next \
-             WHERE namespace = $1 AND cursor_at <> next.at) \
-         SELECT {NOW_MS} AS now_ms, m.marker_ms, coalesce(m.high_water, 0) AS high_water, \
-                gap.w AS gap, coalesce(b.start > 0 OR b.stop < b.top, false) AS more \
-         FROM (SELECT 1) one LEFT JOIN m ON true LEFT JOIN bounds b ON true \
-           LEFT JOIN gap ON true",
+        "SELECT {NOW_MS} AS now_ms, m.marker_ms, coalesce(m.high_water, 0) AS high_water \
+         FROM (SELECT 1) one LEFT JOIN ({mark}) m ON true",
         mark = &*MARK_IN_FORCE,
     )
 });
@@ -73,8 +51,9 @@ pub(super) static HEAD: LazyLock<String> = LazyLock::new(|| {
 /// The records an acquisition chooses from: the free one with the earliest
 /// fence and a few expired ones under the marker (through the partial
 /// indexes), and those of the preferred id, the id at the high-water mark
-/// and the gap found. `$1` namespace, `$2` workers, `$3` marker (-1: none),
-/// `$4` the server's now, `$5` the preferred id, `$6` the mark, `$7` the gap.
+/// and the ids probed. `$1` namespace, `$2` workers, `$3` marker (-1: none),
+/// `$4` the server's now, `$5` the preferred id, `$6` the mark, `$7` and
+/// `$8` the probe's first id and the id past its last.
 pub(super) const CANDIDATES: &str = "\
     (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
      FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
@@ -87,7 +66,7 @@ pub(super) const CANDIDATES: &str = "\
     UNION ALL \
     (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
      FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
-       AND worker IN ($5, $6, $7))";
+       AND (worker IN ($5, $6) OR (worker >= $7 AND worker < $8)))";
 
 /// A swap's new expiry: none for a free record (`$7` 0), else the server's
 /// clock plus the TTL.
@@ -152,7 +131,7 @@ pub(super) static MARK: LazyLock<String> = LazyLock::new(|| {
         "INSERT INTO flakegen_namespaces AS m (namespace, marker_ms, stamp) \
          VALUES ($1, {CEIL_NOW_MS}, {STAMP}) ON CONFLICT (namespace) DO UPDATE \
          SET marker_ms = greatest(excluded.marker_ms, m.marker_ms + 1), \
-             stamp = excluded.stamp, high_water = 0, cursor_at = 0 \
+             stamp = excluded.stamp, high_water = 0 \
          WHERE m.stamp <> excluded.stamp RETURNING marker_ms"
     )
 });

@@ -1,4 +1,4 @@
--- KEYS: mark, free, held, cursor. Returns the marker in force, in ms,
+-- KEYS: mark, free, held. Returns the marker in force, in ms,
 -- writing one (and starting an empty index under it) if need be: the
 -- server's clock now, rounded up, and later than one it replaces. A
 -- namespace with no mark is new or was emptied, and nothing here tells
@@ -12,5 +12,5 @@ if mark then
 end
 local text = string.format('%.0f', began)
 redis.call('SET', KEYS[1], run .. ':' .. text .. ':0')
-redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4])
+redis.call('UNLINK', KEYS[2], KEYS[3])
 return text

@@ -10,7 +10,7 @@ use redis::aio::MultiplexedConnection;
 use redis::{Client, RedisError, Script, Value};
 
 use super::remote::{Connected, Failure, Remote};
-use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot};
+use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot};
 
 /// Worker-id leases kept in Redis: a hash per worker id and a mark per
 /// namespace.
@@ -20,7 +20,6 @@ use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot};
 /// flakegen:{<namespace>}:w:<id>   hash: holder, version, marker, expires, fence
 /// flakegen:{<namespace>}:free     sorted set: free ids by fence
 /// flakegen:{<namespace>}:held     sorted set: held ids by expiry
-/// flakegen:{<namespace>}:cursor   where the next read looks for records gone
 /// ```
 ///
 /// Each step is a Lua script, which Redis runs atomically, and expiry is
@@ -31,8 +30,8 @@ use super::{Expect, LeaseError, NewRecord, Record, Registry, Snapshot};
 /// policy. A read finds what an acquisition chooses from in a bounded
 /// number of steps, whatever the size of the id space or the number of
 /// records: the free id with the earliest fence, expired holders (16 per
-/// read), the id at the high-water mark, and 64 ids below the mark, from a
-/// cursor, for records gone. A namespace's keys share a hash tag, so Redis
+/// read), the id at the high-water mark, and the ids flakegen probes (at
+/// most 64). A namespace's keys share a hash tag, so Redis
 /// Cluster keeps them on one shard. Every call, connecting included,
 /// finishes or fails within its timeout on the client.
 ///
@@ -106,9 +105,6 @@ impl Scripts {
     }
 }
 
-/// How many ids below the high-water mark a read looks at for records gone.
-const SLICE: u64 = 64;
-
 impl RedisRegistry {
     /// Runs `invocation` on a connection, opening one first if need be.
     fn invoke(&self, invocation: &redis::ScriptInvocation<'_>) -> Result<Value, LeaseError> {
@@ -176,13 +172,13 @@ impl RedisRegistry {
     }
 }
 
-/// A namespace's keys: the mark, its index (the free records by fence, the
-/// held ones by expiry), the cursor, then the prefix of its records. A
-/// namespace with a brace would move the keys' hash tag.
-fn keys(namespace: &str) -> Result<([String; 4], String), LeaseError> {
+/// A namespace's keys: the mark and its index (the free records by fence,
+/// the held ones by expiry), then the prefix of its records. A namespace
+/// with a brace would move the keys' hash tag.
+fn keys(namespace: &str) -> Result<([String; 3], String), LeaseError> {
     super::check_namespace(namespace)?;
     let key = |name: &str| format!("flakegen:{{{namespace}}}:{name}");
-    Ok((["mark", "free", "held", "cursor"].map(key), key("w:")))
+    Ok((["mark", "free", "held"].map(key), key("w:")))
 }
 
 /// A reply item as a number: an integer, or a string of digits; `None` for
@@ -216,30 +212,27 @@ impl fmt::Debug for RedisRegistry {
 }
 
 impl Registry for RedisRegistry {
-    fn read(
-        &self,
-        namespace: &str,
-        workers: u64,
-        prefer: Option<u64>,
-    ) -> Result<Snapshot, LeaseError> {
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
         let (index, prefix) = keys(namespace)?;
-        let prefer = prefer.map_or(String::new(), |w| w.to_string());
+        let prefer = request.prefer.map_or(String::new(), |w| w.to_string());
+        let probed = request.probed();
         let mut invocation = self.scripts.read.key(&index);
-        invocation.arg(prefix).arg(workers).arg(prefer).arg(SLICE);
+        invocation
+            .arg(prefix)
+            .arg(request.workers)
+            .arg(prefer)
+            .arg(probed.start)
+            .arg(probed.end);
         let reply = self.invoke(&invocation)?;
         let corrupt = || self.corrupt(&reply);
         let Value::Array(items) = &reply else {
             return Err(corrupt());
         };
-        let (head, rest) = items.split_at_checked(5).ok_or_else(corrupt)?;
+        let (head, rest) = items.split_at_checked(3).ok_or_else(corrupt)?;
         let count = |v: &Value| number(v).ok().flatten().ok_or_else(corrupt);
         let server_unix_millis = count(&head[0])?;
         let marker_unix_millis = number(&head[1]).map_err(|()| corrupt())?;
         let high_water = count(&head[2])?;
-        let more = count(&head[3])? == 1;
-        let gone = usize::try_from(count(&head[4])?).map_err(|_| corrupt())?;
-        let (gone, rest) = rest.split_at_checked(gone).ok_or_else(corrupt)?;
-        let unrecorded = gone.iter().map(count).collect::<Result<_, _>>()?;
         let mut records = Vec::with_capacity(rest.len() / 6);
         for fields in rest.chunks(6) {
             let [worker, record @ ..] = fields else {
@@ -252,8 +245,6 @@ impl Registry for RedisRegistry {
             marker_unix_millis,
             records,
             high_water,
-            unrecorded,
-            more,
         })
     }
 
@@ -275,7 +266,7 @@ impl Registry for RedisRegistry {
     ) -> Result<Option<u64>, LeaseError> {
         let (index, prefix) = keys(namespace)?;
         let version = expect.version.map_or(String::new(), |v| v.to_string());
-        let mut invocation = self.scripts.swap.key(&index[..3]);
+        let mut invocation = self.scripts.swap.key(&index);
         invocation
             .key(format!("{prefix}{worker}"))
             .arg(expect.marker_unix_millis)
@@ -339,7 +330,6 @@ mod tests {
     fn a_namespace_keeps_its_keys_on_one_cluster_slot() {
         let (index, prefix) = keys("orders").unwrap();
         assert_eq!(index[0], "flakegen:{orders}:mark");
-        assert_eq!(index[3], "flakegen:{orders}:cursor");
         assert_eq!(prefix, "flakegen:{orders}:w:");
     }
 
