@@ -327,7 +327,9 @@ mod settings;
 mod slot;
 mod status;
 
+pub use self::backend::budget::DEFAULT_TIMEOUT;
 pub use self::backend::connect::{REGISTRIES, RegistryKind, connect};
+pub use self::backend::error::LeaseError;
 #[cfg(feature = "etcd")]
 pub use self::backend::etcd::EtcdRegistry;
 pub use self::backend::memory::MemoryRegistry;
@@ -338,7 +340,6 @@ pub use self::backend::postgres::PostgresRegistry;
 #[cfg(feature = "redis")]
 pub use self::backend::redis::RedisRegistry;
 pub use self::backend::url::redacted_url;
-pub use self::backend::{DEFAULT_TIMEOUT, LeaseError};
 pub(crate) use self::claim::Claim;
 pub use self::error::InvalidTerms;
 pub(crate) use self::error::Refused;

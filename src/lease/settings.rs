@@ -321,7 +321,7 @@ impl Lease {
             call_timeout: self
                 .call_timeout
                 .unwrap_or(self.ttl / 5)
-                .min(super::DEFAULT_TIMEOUT),
+                .min(super::backend::DEFAULT_TIMEOUT),
         };
         let on_thread = Arc::clone(&shared);
         // Events go where the builder's events go, as with a task it spawned.

@@ -4,7 +4,8 @@
 //! as [`flakegen::lease::inspect`](crate::lease::inspect). Leasing never
 //! calls it.
 
-use super::{LeaseError, Record};
+use super::error::LeaseError;
+use super::record::Record;
 
 /// What a tool shows an operator of a registry (`flakegen leases`,
 /// `flakegen leases check`): optional, apart from the three storage steps a

@@ -75,13 +75,12 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::Duration;
 
 // The registries stand on this module's trait, and `lease` shows them:
 // declared here, re-exported there, so that imports run one way.
 pub(super) mod budget;
 pub(super) mod connect;
-mod error;
+pub(super) mod error;
 #[cfg(feature = "etcd")]
 pub(super) mod etcd;
 pub(super) mod inspect;
@@ -101,23 +100,14 @@ mod remote;
 mod tls;
 pub(super) mod url;
 
-pub use self::error::LeaseError;
+pub(crate) use self::error::LeaseError;
 #[cfg(feature = "etcd")]
 pub(crate) use self::error::Source;
 pub(crate) use self::error::said;
-pub use self::inspect::Inspect;
+pub(crate) use self::inspect::Inspect;
 pub use self::record::{Expect, NewRecord, Record, RecordState};
 
-/// The longest one request on an open connection may take before it
-/// counts as unanswered, measured on the client, and the least a new
-/// connection's set-up is given: 3 s. A lease's calls on an open
-/// connection are bounded tighter ([`Lease::call_timeout`](super::Lease::call_timeout));
-/// its new connections' set-ups, several round trips that a registry far
-/// away pays in full, may take the TTL for a build or a release, and the
-/// time left before the fence for a renewal. A set-up that runs out of
-/// time at a port where the registry answers is [`LeaseError::TooSlow`],
-/// not [`LeaseError::Unreachable`].
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) use self::budget::DEFAULT_TIMEOUT;
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
 /// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry` and `EtcdRegistry`

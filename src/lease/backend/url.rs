@@ -7,7 +7,7 @@
 //! is not shown at all. And what a client says of a URL it could not parse
 //! is scrubbed of the URL's secrets before it reaches a message.
 
-use super::LeaseError;
+use super::error::LeaseError;
 
 /// The parameters that name a password, in a query or libpq's form.
 const PASSWORD_KEYS: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];

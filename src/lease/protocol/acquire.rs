@@ -278,7 +278,7 @@ mod tests {
     /// A registry where, `left` times, another generator takes the id an
     /// acquisition chose just before its swap lands.
     struct Outraced {
-        inner: crate::lease::MemoryRegistry,
+        inner: crate::lease::backend::memory::MemoryRegistry,
         left: std::sync::atomic::AtomicU32,
     }
 
@@ -315,14 +315,14 @@ mod tests {
 
     fn outraced(times: u32) -> Outraced {
         Outraced {
-            inner: crate::lease::MemoryRegistry::new(),
+            inner: crate::lease::backend::memory::MemoryRegistry::new(),
             left: times.into(),
         }
     }
 
     /// A registry whose swaps fail with nobody winning: stuck.
     struct Stuck {
-        inner: crate::lease::MemoryRegistry,
+        inner: crate::lease::backend::memory::MemoryRegistry,
         swaps: std::sync::atomic::AtomicU32,
     }
 
@@ -379,7 +379,7 @@ mod tests {
             ..terms()
         };
         let registry = Stuck {
-            inner: crate::lease::MemoryRegistry::new(),
+            inner: crate::lease::backend::memory::MemoryRegistry::new(),
             swaps: std::sync::atomic::AtomicU32::new(0),
         };
         match acquire(&registry, &t, "me", now_ms, None) {
@@ -453,7 +453,7 @@ mod tests {
             workers: 512,
             ..terms()
         };
-        let registry = crate::lease::MemoryRegistry::new();
+        let registry = crate::lease::backend::memory::MemoryRegistry::new();
         let marker_unix_millis = registry.mark("n").unwrap();
         for worker in 0..512 {
             let held = NewRecord {

@@ -560,7 +560,7 @@ mod tests {
 
     #[test]
     fn a_wiped_memory_registry_makes_an_acquisition_wait() {
-        let registry = crate::lease::MemoryRegistry::new();
+        let registry = crate::lease::backend::memory::MemoryRegistry::new();
         let t = terms();
         let first = acquire(&registry, &t, "a", now_ms, None).unwrap();
         // A new registry vouches for its whole history: no wait.
@@ -579,7 +579,7 @@ mod tests {
         );
         assert!(grant.previous_fence_unix_millis >= before + 12_000);
         // One record deleted under the marker: its id waits from the read.
-        let registry = crate::lease::MemoryRegistry::new();
+        let registry = crate::lease::backend::memory::MemoryRegistry::new();
         let t = Terms { workers: 1, ..t };
         let grant = acquire(&registry, &t, "a", now_ms, None).unwrap();
         registry.delete_record("n", grant.holding.worker);
@@ -589,7 +589,7 @@ mod tests {
             matches!(grant.cause, StartCause::Forgotten { seen_unix_millis } if seen_unix_millis > before)
         );
         // And its holder, healing, waits too, its record gone.
-        let registry = crate::lease::MemoryRegistry::new();
+        let registry = crate::lease::backend::memory::MemoryRegistry::new();
         let grant = acquire(&registry, &t, "a", now_ms, None).unwrap();
         registry.lose_data();
         let heal = acquire(&registry, &t, "a2", now_ms, Some(&grant.holding.as_lost())).unwrap();

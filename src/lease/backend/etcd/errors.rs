@@ -8,7 +8,7 @@ use super::super::{said, tls};
 use super::EtcdRegistry;
 use super::gateway::{self, Gateway, code};
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 impl EtcdRegistry {
     /// The client's error, said as a [`LeaseError`].

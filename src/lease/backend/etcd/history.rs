@@ -10,7 +10,7 @@ use super::gateway::{Answer, Get, Header, Txn};
 use super::{EtcdRegistry, percent_encode};
 use crate::clock::units::ceil_millis;
 use crate::clock::{Clock, SystemClock};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// What a client remembers of the cluster: see [`EtcdRegistry::rewound`].
 #[derive(Debug, PartialEq, Eq)]

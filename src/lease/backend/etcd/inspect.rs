@@ -8,7 +8,7 @@ use super::super::remote::Failure;
 use super::gateway::{Txn, number};
 use super::url::percent_decode;
 use super::{EtcdRegistry, now_ms};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// How many records a listing reads per transaction.
 const PAGE: u64 = 1_000;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::EtcdRegistry;
 use super::gateway::{Answer, Get, Kv, Txn};
 use super::history::{Keys, pad};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 use crate::lease::backend::{NewRecord, Record};
 
 /// A record's JSON value, as [`EtcdRegistry::record`] reads it.

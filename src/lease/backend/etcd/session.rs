@@ -13,7 +13,7 @@ use super::super::remote::{Connected, Failure};
 use super::super::{Source, budget, said};
 use super::EtcdRegistry;
 use super::gateway::{self, Answer, Gateway, Txn, number};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 impl EtcdRegistry {
     /// Runs `call` with a connection to a member, opening one first if need

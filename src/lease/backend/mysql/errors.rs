@@ -8,7 +8,7 @@ use mysql_async::{Conn, OptsBuilder, SslOpts};
 use super::super::tls;
 use super::MysqlRegistry;
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// How long the probe that tells a user who needs TLS from a wrong
 /// password may take: it runs only when a plain login was refused.

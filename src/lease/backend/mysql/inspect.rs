@@ -8,7 +8,7 @@ use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transpor
 use super::super::remote::Failure;
 use super::MysqlRegistry;
 use super::statements::{COLUMNS, MARK_IN_FORCE, NOW_MS};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// Whether both tables exist, in a statement's result.
 const TABLES_PRESENT: &str = "((SELECT COUNT(*) FROM information_schema.TABLES \

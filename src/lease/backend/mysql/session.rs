@@ -9,7 +9,7 @@ use mysql_async::{Conn, OptsBuilder, Row};
 use super::super::remote::{Connected, Failure};
 use super::MysqlRegistry;
 use super::statements::SENTINEL;
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// How long asking a server this one replicates from whether it takes
 /// writes may take: only on a replicating server.

@@ -7,7 +7,7 @@ use tokio_postgres::error::SqlState;
 use super::super::tls;
 use super::PostgresRegistry;
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 impl PostgresRegistry {
     /// The client's error, said as a [`LeaseError`].

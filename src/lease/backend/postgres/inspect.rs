@@ -5,7 +5,7 @@ use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transpor
 use super::super::remote::Failure;
 use super::PostgresRegistry;
 use super::statements::{MARK_IN_FORCE, NOW_MS};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 impl Inspect for PostgresRegistry {
     fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {

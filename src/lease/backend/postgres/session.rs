@@ -9,7 +9,7 @@ use tokio_postgres::{Client, NoTls, Statement};
 use super::super::remote::{Connected, Failure, Remote};
 use super::PostgresRegistry;
 use super::statements::{SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// A connection, and whether it was made ready to lease on: the server
 /// found to be a primary, and the tables there.

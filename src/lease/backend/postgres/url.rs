@@ -11,7 +11,7 @@ use super::super::probe::Speaks;
 use super::super::remote::Remote;
 use super::super::tls::{self, Verify};
 use super::PostgresRegistry;
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// What each failure's message tells a user to check, in this registry's
 /// own URL terms.

@@ -7,7 +7,7 @@ use redis::{ErrorKind, RedisError};
 use super::super::{said, tls};
 use super::RedisRegistry;
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// How long the probe that tells a TLS-only port from a server going away
 /// may take: it runs only on a dropped connection, on the lease's thread.

@@ -4,7 +4,7 @@ use redis::Value;
 
 use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport, Verified};
 use super::{RedisRegistry, keys, number};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 impl Inspect for RedisRegistry {
     fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {

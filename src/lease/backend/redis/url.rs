@@ -6,7 +6,7 @@ use super::super::probe::Speaks;
 use super::super::remote::Remote;
 use super::super::tls;
 use super::{RedisRegistry, Scripts};
-use crate::lease::LeaseError;
+use crate::lease::backend::LeaseError;
 
 /// What each failure's message tells a user to check, in this registry's
 /// own URL terms.
