@@ -51,12 +51,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
+use flakegen::clock::{CoarseClock, ManualClock, MonotonicClock};
 use flakegen::clock::{SyscallClock, TscClock};
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, MemoryRegistry};
-use flakegen::{
-    Builder, Clock, CoarseClock, IdGenerator, Layout, ManualClock, MonotonicClock, Snowflake,
-    Strategy, SystemClock,
-};
+use flakegen::{Builder, Clock, IdGenerator, Layout, Snowflake, Strategy, SystemClock};
 use support::costly::CostlyClock;
 use support::peer::{ClockCas, PeerClock};
 use support::{cpu, environment, floor, latency};

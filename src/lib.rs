@@ -143,9 +143,9 @@
 //! Generators are generic over a [`Clock`]: [`SystemClock`] (the default),
 //! [`clock::TscClock`] (the CPU's counter, kept on the system's time: below
 //! the OS clock's cost, and far below it where the kernel cannot read the
-//! clock without a system call), [`CoarseClock`], [`MonotonicClock`],
-//! [`clock::SyscallClock`] (reproduces the cost of clock reads under a
-//! hypervisor) and [`ManualClock`] for tests.
+//! clock without a system call), [`clock::CoarseClock`],
+//! [`clock::MonotonicClock`], [`clock::SyscallClock`] (reproduces the cost
+//! of clock reads under a hypervisor) and [`clock::ManualClock`] for tests.
 //!
 //! # Errors
 //!
@@ -276,7 +276,7 @@ mod sync;
 pub mod worker;
 
 pub use self::base32::Base32;
-pub use self::clock::{Clock, CoarseClock, ManualClock, MonotonicClock, SystemClock};
+pub use self::clock::{Clock, SystemClock};
 pub use self::error::Error;
 #[cfg(feature = "tokio")]
 pub use self::generator::AsyncIdGenerator;
@@ -284,9 +284,7 @@ pub use self::generator::{
     AtomicGenerator, BuildError, Builder, Generator, IdGenerator, IssueError, MutexGenerator,
     ParseStrategyError, Strategy, TickerGenerator,
 };
-#[cfg(feature = "tokio")]
-pub use self::global::next_id_async;
-pub use self::global::{SetUpError, next_id};
+pub use self::global::next_id;
 pub use self::id::{Field, IdError, ParseIdError, Snowflake};
 pub use self::layout::{FieldOrder, Fields, Layout, LayoutBuilder, LayoutError};
 pub use self::layout_text::ParseLayoutError;

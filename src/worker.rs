@@ -197,6 +197,7 @@ pub fn from_ordinal(layout: &Layout) -> Result<u64, WorkerError> {
     since = "0.2.0",
     note = "use worker::from_ordinal, which reads the same names"
 )]
+#[doc(hidden)]
 pub fn from_hostname(layout: &Layout) -> Result<u64, WorkerError> {
     from_ordinal(layout)
 }

@@ -8,7 +8,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{NARROW, STRATEGIES, build, manual, millis};
-use flakegen::{BuildError, Builder, IssueError, Layout, ManualClock, SystemClock};
+use flakegen::clock::ManualClock;
+use flakegen::{BuildError, Builder, IssueError, Layout, SystemClock};
 
 /// Twitter's epoch with 30 timestamp bits: it ran out in November 2010.
 const RAN_OUT: Layout = Layout::builder().timestamp_bits(30).build_const();

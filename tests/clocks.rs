@@ -9,7 +9,8 @@ use std::thread;
 use std::time::Duration;
 
 use flakegen::clock::SyscallClock;
-use flakegen::{Clock, CoarseClock, ManualClock, MonotonicClock, SystemClock};
+use flakegen::clock::{CoarseClock, ManualClock, MonotonicClock};
+use flakegen::{Clock, SystemClock};
 
 const INTERVAL: Duration = Duration::from_millis(250);
 

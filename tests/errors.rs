@@ -8,10 +8,11 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use common::*;
+use flakegen::clock::ManualClock;
 use flakegen::lease::{self, LeaseError};
 use flakegen::{
     BuildError, Builder, Error, Field, Fields, IdError, IdGenerator, IssueError, Layout,
-    LayoutError, ManualClock, Snowflake, Strategy, worker,
+    LayoutError, Snowflake, Strategy, worker,
 };
 
 /// A case's name, what it produced, the error it must be, and a phrase of

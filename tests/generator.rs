@@ -7,9 +7,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
-use flakegen::{
-    BuildError, Builder, Fields, IdGenerator, IssueError, Layout, ManualClock, Snowflake,
-};
+use flakegen::clock::ManualClock;
+use flakegen::{BuildError, Builder, Fields, IdGenerator, IssueError, Layout, Snowflake};
 
 #[test]
 fn exhausting_a_unit_waits_for_the_next_and_says_how_long() {

@@ -4,7 +4,8 @@
 
 use std::process::{Command, ExitCode};
 
-use flakegen::{Builder, Error, Layout, SetUpError};
+use flakegen::global::SetUpError;
+use flakegen::{Builder, Error, Layout};
 
 /// The cases, each run in a child process with its environment.
 const CASES: &[(&str, &[(&str, &str)])] = &[

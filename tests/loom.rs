@@ -16,7 +16,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use flakegen::{Builder, IdGenerator, Layout, ManualClock, Snowflake};
+use flakegen::clock::ManualClock;
+use flakegen::{Builder, IdGenerator, Layout, Snowflake};
 use loom::thread;
 
 const START_MS: u64 = 1_704_067_200_000;

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use flakegen::clock::ManualClock;
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseState, MemoryRegistry};
-use flakegen::{Builder, IdGenerator, IssueError, Layout, ManualClock};
+use flakegen::{Builder, IdGenerator, IssueError, Layout};
 use metrics::{
     Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
 };

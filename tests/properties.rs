@@ -29,9 +29,8 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use common::*;
-use flakegen::{
-    BuildError, Builder, Fields, IdError, IdGenerator, IssueError, Layout, ManualClock, Snowflake,
-};
+use flakegen::clock::ManualClock;
+use flakegen::{BuildError, Builder, Fields, IdError, IdGenerator, IssueError, Layout, Snowflake};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

@@ -19,7 +19,8 @@ use std::thread;
 use std::time::Duration;
 
 use common::*;
-use flakegen::{Builder, Clock, IdGenerator, Layout, ManualClock, Snowflake, Strategy};
+use flakegen::clock::ManualClock;
+use flakegen::{Builder, Clock, IdGenerator, Layout, Snowflake, Strategy};
 
 const TOTAL: usize = 1_000_000;
 

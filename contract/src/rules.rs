@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use flakegen::clock::ManualClock;
 use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use flakegen::lease::inspect::Listing;
 use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
 use flakegen::{
-    BuildError, Builder, Clock, IdGenerator, IssueError, Layout, ManualClock, Snowflake, Strategy,
-    SystemClock,
+    BuildError, Builder, Clock, IdGenerator, IssueError, Layout, Snowflake, Strategy, SystemClock,
 };
 
 use crate::Fixture;
@@ -686,7 +686,7 @@ fn list(store: &Store<'_>, ns: &str) -> Listing {
 /// server's clock; none of another namespace; and after a loss, no record
 /// that claims the marker in force. A listing writes nothing.
 ///
-/// [`Inspect::list`]: flakegen::lease::backend::Inspect::list
+/// [`Inspect::list`]: flakegen::lease::inspect::Inspect::list
 pub fn a_listing_shows_every_record_and_the_marker(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let ns = namespace("listing");

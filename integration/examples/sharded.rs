@@ -23,7 +23,8 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use clap::Parser;
-use flakegen::{Builder, Fields, IdGenerator, Layout, ManualClock, Snowflake};
+use flakegen::clock::ManualClock;
+use flakegen::{Builder, Fields, IdGenerator, Layout, Snowflake};
 use sqlx::{AnyConnection, Connection, Row};
 
 /// Shard rows by Snowflake ID in PostgreSQL or MySQL, then query a time range by key.

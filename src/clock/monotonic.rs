@@ -17,7 +17,8 @@ use super::units::nanos;
 /// # Examples
 ///
 /// ```
-/// use flakegen::{Clock, MonotonicClock};
+/// use flakegen::Clock;
+/// use flakegen::clock::MonotonicClock;
 ///
 /// let clock = MonotonicClock::new();
 /// let a = clock.unix_nanos();

@@ -67,7 +67,8 @@ os_clock! {
 /// # Examples
 ///
 /// ```
-/// use flakegen::{Clock, CoarseClock, SystemClock};
+/// use flakegen::{Clock, SystemClock};
+/// use flakegen::clock::CoarseClock;
 ///
 /// let coarse = CoarseClock.unix_nanos();
 /// assert!(coarse.abs_diff(SystemClock.unix_nanos()) < 1_000_000_000);

@@ -18,7 +18,8 @@ use crate::layout_text::Rfc3339;
 ///
 /// ```
 /// use std::time::Duration;
-/// use flakegen::{Builder, IdGenerator, IssueError, ManualClock};
+/// use flakegen::{Builder, IdGenerator, IssueError};
+/// use flakegen::clock::ManualClock;
 ///
 /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
 /// let generator = Builder::new().worker(1).clock(clock.clone()).build_atomic()?;

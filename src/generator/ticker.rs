@@ -265,7 +265,8 @@ impl<C: Clock> Generator<Ticker, C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use flakegen::{Builder, IdGenerator, ManualClock};
+    /// use flakegen::{Builder, IdGenerator};
+    /// use flakegen::clock::ManualClock;
     ///
     /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
     /// let generator = Builder::new().worker(1).clock(clock.clone()).build_ticker_without_thread()?;

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use crate::clock::Clock;
 use crate::layout::Layout;
 
-/// Longest single sleep, so a clock that jumps (or a [`ManualClock`](crate::ManualClock)
+/// Longest single sleep, so a clock that jumps (or a [`ManualClock`](crate::clock::ManualClock)
 /// moved by another thread) is noticed promptly.
 pub(crate) const MAX_NAP: Duration = Duration::from_millis(10);
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use flakegen::ManualClock;
+use flakegen::clock::ManualClock;
 
 /// Runs `work` with a heartbeat that advances `clock` by 1 ms at each beat:
 /// the clock moves only while `work` leaves the thread to others. A call

@@ -22,8 +22,9 @@ pub mod server;
 
 use std::time::Duration;
 
+use flakegen::clock::ManualClock;
 use flakegen::lease::Lease;
-use flakegen::{Builder, Layout, ManualClock, Snowflake, Strategy};
+use flakegen::{Builder, Layout, Snowflake, Strategy};
 
 /// Makes every lease's namespace ready for builds that start at once
 /// (`Lease::prepare`, what `flakegen leases init` does): all are marked
