@@ -45,12 +45,17 @@ status() {
 
 now_ms() { date +%s%3N; }
 
+# The Redis server process's id: a crash that restarted it changes it.
+run_id() { redis-cli -u "$url" --no-auth-warning info server 2>/dev/null | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+
 # Requests every 20 ms: 1 s before the crash, then until 5 s after it.
 codes=()
 started=$(now_ms)
 while [ $(( $(now_ms) - started )) -lt 1000 ]; do codes+=("$(status)"); sleep 0.02; done
+before=$(run_id)
 crashed=$(now_ms)
-"$root/scripts/services.sh" crash redis 2>/dev/null
+"$root/scripts/services.sh" crash redis 2> "$work/crash" || { cat "$work/crash" >&2; exit 1; }
+after=$(run_id)
 marks=${#codes[@]}
 back=""
 while [ $(( $(now_ms) - crashed )) -lt 5000 ]; do
@@ -66,7 +71,15 @@ echo "heal drill: ${summary%, } (crash after request $marks)"
 bad=$(printf '%s\n' "${codes[@]}" | grep -cvE '^(200|503)$' || true)
 [ "$bad" -eq 0 ] || { echo "heal drill: $bad answers other than 200 or 503" >&2; exit 1; }
 printf '%s\n' "${codes[@]:0:$marks}" | grep -qvx 200 && { echo "heal drill: refused before the crash" >&2; exit 1; }
-[ -n "${saw_503:-}" ] || { echo "heal drill: never answered 503: the crash did not bite" >&2; exit 1; }
+if [ -z "${saw_503:-}" ]; then
+  cat "$work/crash" "$work/err" >&2
+  if [ -z "$before" ] || [ "$before" = "$after" ]; then
+    echo "heal drill: the crash did not restart Redis (run_id ${before:-unread} before, ${after:-unread} after)" >&2
+  else
+    echo "heal drill: Redis restarted (run_id $before, then $after) but the service never answered 503: its lease outlived the crash" >&2
+  fi
+  exit 1
+fi
 [ -n "$back" ] || { cat "$work/err" >&2; echo "heal drill: no 200 within 5 s of the crash" >&2; exit 1; }
 [ "${codes[-1]}" = 200 ] || { echo "heal drill: refusing again at the end" >&2; exit 1; }
 echo "heal drill: 200 again ${back} ms after the crash, with no restart"
