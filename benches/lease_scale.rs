@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use flakegen::lease::backend::{Expect, NewRecord, Registry};
-use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease};
+use flakegen::lease::{self, Lease};
 use flakegen::{Builder, IdGenerator, Layout};
 
 const WORKER_BITS: [u32; 4] = [4, 10, 13, 16];
@@ -312,7 +312,7 @@ fn case(
         generator.next_id().map_err(|e| e.to_string())?;
         generator
             .shutdown()
-            .wait(DEFAULT_TIMEOUT)
+            .wait(Lease::DEFAULT_TIMEOUT)
             .map_err(|e| e.to_string())?;
     }
     let longest = (server.stats)(Stat::Longest)?;

@@ -53,7 +53,7 @@ use criterion::{BenchmarkGroup, BenchmarkId, Criterion, measurement::WallTime};
 use crossbeam_utils::CachePadded;
 use flakegen::clock::{CoarseClock, ManualClock, MonotonicClock};
 use flakegen::clock::{SyscallClock, TscClock};
-use flakegen::lease::{DEFAULT_TIMEOUT, Lease, MemoryRegistry};
+use flakegen::lease::{Lease, MemoryRegistry};
 use flakegen::{Builder, Clock, IdGenerator, Layout, Snowflake, Strategy, SystemClock};
 use support::costly::CostlyClock;
 use support::peer::{ClockCas, PeerClock};
@@ -321,7 +321,7 @@ fn bench_leased<G: IdGenerator>(
     generator: G,
 ) {
     bench_ids(group, name, &generator);
-    generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    generator.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
 }
 
 fn mechanism(c: &mut Criterion) {

@@ -103,8 +103,7 @@
 //! Where nothing in the deployment can tell processes apart (autoscaled
 //! replicas, serverless, developers' laptops), a generator leases its worker
 //! id from a store the service already runs: MySQL or MariaDB, PostgreSQL,
-//! Redis or etcd (features `mysql`, `postgres`, `redis`, `etcd`: the
-//! registries of [`lease::REGISTRIES`]), or
+//! Redis or etcd (features `mysql`, `postgres`, `redis`, `etcd`), or
 //! [`MemoryRegistry`](lease::MemoryRegistry) in tests. The lease lasts a
 //! TTL and a thread renews it; a holder's IDs stay below a fence the registry
 //! confirmed, so a new holder of the id starts above them however long the
@@ -168,6 +167,7 @@
 //! | `metrics` | the lease's and the generators' [metrics](#metrics), through the `metrics` facade | `metrics` |
 //! | `sqlx` | [`Snowflake`] as a `BIGINT` for sqlx 0.8 (PostgreSQL, MySQL/MariaDB, SQLite): `sql` | `sqlx-core` |
 //! | `tokio` | `AsyncIdGenerator` (`next_id_async`), `Builder::build_async`, `Release::wait_async`: every wait a tokio sleep | `tokio` (timer only) |
+//! | `inspect` | the operator's side of leasing, which the `flakegen` command uses: what a registry shows (`lease::inspect`, `Registry::inspect`), `Lease::prepare`, the table of registries (`lease::REGISTRIES`), `lease::ClockVerdict` and `RecordState` | nothing |
 //!
 //! Items that need a feature say so on docs.rs.
 //!

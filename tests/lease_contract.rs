@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot};
 use flakegen::lease::inspect::{Inspect, Listing, Survey};
-use flakegen::lease::{DEFAULT_TIMEOUT, LeaseError, MemoryRegistry};
+use flakegen::lease::{Lease, LeaseError, MemoryRegistry};
 use flakegen_contract::{Failover, Fixture, Frozen, Wipe};
 
 mod memory {
@@ -105,7 +105,7 @@ impl Gate {
         let (frozen, thawed) = &*self.frozen;
         let frozen = lock(frozen);
         let (frozen, _) = thawed
-            .wait_timeout_while(frozen, DEFAULT_TIMEOUT, |frozen| *frozen)
+            .wait_timeout_while(frozen, Lease::DEFAULT_TIMEOUT, |frozen| *frozen)
             .unwrap_or_else(PoisonError::into_inner);
         if *frozen {
             return Err(LeaseError::Unreachable {

@@ -24,7 +24,7 @@ use common::etcd::{MEMBERS, SERVER};
 use common::replicated::Replicated;
 use common::server::unknown_ca;
 use flakegen::lease::backend::ReadRequest;
-use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
+use flakegen::lease::{self, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, IssueError, Layout, Snowflake};
 
 fn serial() -> MutexGuard<'static, ()> {
@@ -76,7 +76,7 @@ impl Issuers {
                             thread::sleep(Duration::from_millis(1));
                         }
                     }
-                    let _ = generator.shutdown().wait(DEFAULT_TIMEOUT);
+                    let _ = generator.shutdown().wait(Lease::DEFAULT_TIMEOUT);
                     (ids, refused)
                 })
             })
@@ -222,7 +222,7 @@ fn tls_is_verified_and_a_mismatch_is_said() {
         .build_atomic()
         .unwrap();
     generator.next_id().unwrap();
-    generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    generator.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
 
     let unknown = SERVER.tls_url().replace(
         &SERVER
@@ -302,5 +302,5 @@ fn credentials_and_quorum_are_said() {
     cluster.services("revive", &[&leader]);
     assert!(matches!(e, LeaseError::NoQuorum { .. }), "{e:?}");
     assert!(e.to_string().contains("majority"), "{e}");
-    assert!(took < DEFAULT_TIMEOUT * 2, "took {took:?}");
+    assert!(took < Lease::DEFAULT_TIMEOUT * 2, "took {took:?}");
 }

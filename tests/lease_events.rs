@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use flakegen::lease::{DEFAULT_TIMEOUT, Lease, MemoryRegistry};
+use flakegen::lease::{Lease, MemoryRegistry};
 use flakegen::{Builder, IdGenerator, Layout};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -158,7 +158,7 @@ fn each_change_of_a_lease_is_one_event() {
             .unwrap()
     });
     generator.next_id().unwrap();
-    generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    generator.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     recorder.wait_for("lease released", 2);
 
     let counts: Vec<_> = [

@@ -31,7 +31,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::{self, DEFAULT_SKEW, Lease, LeaseError};
+use flakegen::lease::{self, Lease, LeaseError};
 use flakegen::{BuildError, Builder, IdGenerator, IssueError, Layout, Snowflake};
 
 use common::replicated::Replicated;
@@ -46,7 +46,7 @@ const TTL: Duration = Duration::from_secs(3);
 /// suite beside them. A bound that a busy machine keeps, and that still
 /// tells a heal from none.
 const HEAL_BOUND: Duration = TTL
-    .saturating_add(DEFAULT_SKEW)
+    .saturating_add(Lease::DEFAULT_SKEW)
     .saturating_add(Duration::from_secs(5));
 
 /// The services are shared: one scenario at a time on each (a
@@ -383,7 +383,7 @@ fn a_peer_made_writable_later_is_seen_by_connections_already_open() {
 /// times.
 #[test]
 fn a_new_namespace_waits_once_unless_made_ready() {
-    let (ttl, skew) = (flakegen::lease::DEFAULT_TTL, DEFAULT_SKEW);
+    let (ttl, skew) = (flakegen::lease::Lease::DEFAULT_TTL, Lease::DEFAULT_SKEW);
     // The registries side by side: each waits 12 s.
     thread::scope(|scope| {
         for server in ALL {
@@ -473,7 +473,7 @@ fn a_dropped_lease_table_is_a_loss() {
             );
             thread::sleep(Duration::from_millis(20));
         }
-        let rule = dropped_at + (TTL + DEFAULT_SKEW).as_millis() as u64;
+        let rule = dropped_at + (TTL + Lease::DEFAULT_SKEW).as_millis() as u64;
         let starts = system_ms(g.lease().unwrap().starts);
         assert!(starts >= rule, "{}: {starts} < {rule}", server.name);
         // A new build waits for the loss rule too.
@@ -545,7 +545,7 @@ fn restored(
         };
         let stop = &stop;
         let b_calls = scope.spawn(move || issue(b, stop));
-        thread::sleep(ttl + DEFAULT_SKEW + Duration::from_secs(1));
+        thread::sleep(ttl + Lease::DEFAULT_SKEW + Duration::from_secs(1));
         stop.store(true, Ordering::Relaxed);
         (a_calls.join().unwrap().0, b_calls.join().unwrap().0)
     });

@@ -9,7 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use flakegen::clock::ManualClock;
-use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseState, MemoryRegistry};
+use flakegen::lease::{Lease, LeaseState, MemoryRegistry};
 use flakegen::{Builder, IdGenerator, IssueError, Layout};
 use metrics::{
     Counter, Gauge, Histogram, HistogramFn, Key, KeyName, Metadata, Recorder, SharedString, Unit,
@@ -175,7 +175,7 @@ fn a_lease_reports_its_state_renewals_loss_heal_and_release() {
     memory.set_reachable(true);
     eventually("the lease back", || state(series, ns, "held") == Some(1.0));
 
-    g.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    g.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     assert_eq!(state(series, ns, "released"), Some(1.0));
     assert_eq!(state(series, ns, "held"), Some(0.0));
     assert_eq!(
@@ -274,7 +274,7 @@ fn every_metric_is_described_and_labelled_with_its_namespace() {
         .build_atomic()
         .unwrap();
     g.next_id().unwrap();
-    g.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    g.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     assert!(matches!(g.next_id(), Err(IssueError::ShutDown)));
     assert_eq!(
         series.counter(&format!(

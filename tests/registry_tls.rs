@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::server::{ALL, unknown_ca};
 use flakegen::lease::backend::ReadRequest;
-use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease, LeaseError};
+use flakegen::lease::{self, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, Layout};
 
 const ONE_ID_PER_TEST: Layout = Layout::builder().worker_bits(4).build_const();
@@ -36,7 +36,7 @@ fn a_verified_lease_over_tls_issues_and_releases() {
             .build_atomic()
             .unwrap_or_else(|e| panic!("{}: {e}", backend.name));
         generator.next_id().unwrap();
-        generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+        generator.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     }
 }
 

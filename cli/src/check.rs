@@ -7,9 +7,7 @@ use std::time::{Instant, SystemTime};
 
 use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, TimeBase};
 use flakegen::lease::inspect::{Condition, Inspect, Severity, Transport, Verified};
-use flakegen::lease::{
-    ClockVerdict, DEFAULT_SKEW, DEFAULT_TIMEOUT, DEFAULT_TTL, Lease, LeaseError,
-};
+use flakegen::lease::{ClockVerdict, Lease, LeaseError};
 
 use crate::Failed;
 use crate::show;
@@ -32,10 +30,10 @@ pub(crate) struct Args {
     namespace: Option<String>,
     /// The generators' TTL (`Lease::ttl`), in ms: what a detected loss
     /// costs them.
-    #[arg(long, default_value_t = DEFAULT_TTL.as_millis() as u64)]
+    #[arg(long, default_value_t = Lease::DEFAULT_TTL.as_millis() as u64)]
     ttl_ms: u64,
     /// The generators' skew allowance (`Lease::skew`), in ms.
-    #[arg(long, default_value_t = DEFAULT_SKEW.as_millis() as u64)]
+    #[arg(long, default_value_t = Lease::DEFAULT_SKEW.as_millis() as u64)]
     skew_ms: u64,
     /// Shift this host's clock by this many ms (negative: behind), to
     /// rehearse what a host whose clock is off would be told.
@@ -199,7 +197,7 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
         format!(
             "answered in {:.1} ms (each call gives up after {} s)",
             started.elapsed().as_secs_f64() * 1e3,
-            DEFAULT_TIMEOUT.as_secs()
+            Lease::DEFAULT_TIMEOUT.as_secs()
         ),
     );
     transport(survey.transport, registry_host(&args.url), findings);

@@ -45,10 +45,10 @@ pub(crate) struct New {
     namespace: Option<String>,
     /// The lease's TTL (`Lease::ttl`), in ms: the generators' of the
     /// namespace.
-    #[arg(long, requires = "lease", default_value_t = lease::DEFAULT_TTL.as_millis() as u64)]
+    #[arg(long, requires = "lease", default_value_t = lease::Lease::DEFAULT_TTL.as_millis() as u64)]
     ttl_ms: u64,
     /// The lease's skew allowance (`Lease::skew`), in ms.
-    #[arg(long, requires = "lease", default_value_t = lease::DEFAULT_SKEW.as_millis() as u64)]
+    #[arg(long, requires = "lease", default_value_t = lease::Lease::DEFAULT_SKEW.as_millis() as u64)]
     skew_ms: u64,
     /// How many IDs per strategy: at least 1.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]

@@ -10,7 +10,7 @@ use clap::Subcommand;
 use flakegen::Layout;
 use flakegen::lease::backend::{RecordState, Registry};
 use flakegen::lease::inspect::{Condition, Listing};
-use flakegen::lease::{DEFAULT_SKEW, DEFAULT_TTL, Lease, LeaseError};
+use flakegen::lease::{Lease, LeaseError};
 
 use crate::Failed;
 use crate::check;
@@ -70,10 +70,10 @@ pub(crate) struct Init {
     #[arg(long)]
     namespace: String,
     /// The generators' TTL (`Lease::ttl`), in ms: how long the wait is.
-    #[arg(long, default_value_t = DEFAULT_TTL.as_millis() as u64)]
+    #[arg(long, default_value_t = Lease::DEFAULT_TTL.as_millis() as u64)]
     ttl_ms: u64,
     /// The generators' skew allowance (`Lease::skew`), in ms.
-    #[arg(long, default_value_t = DEFAULT_SKEW.as_millis() as u64)]
+    #[arg(long, default_value_t = Lease::DEFAULT_SKEW.as_millis() as u64)]
     skew_ms: u64,
 }
 

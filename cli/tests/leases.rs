@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::{self, DEFAULT_TIMEOUT, Lease};
+use flakegen::lease::{self, Lease};
 use flakegen::{Builder, IdGenerator, Layout};
 
 fn serial() -> MutexGuard<'static, ()> {
@@ -590,7 +590,7 @@ fn the_listing_shows_a_running_generator_s_lease() {
         let out = flakegen(&["leases", &url, "--namespace", &namespace]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains("1 records (1 held"), "{backend}: {text}");
-        generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+        generator.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
         let out = flakegen(&["leases", &url, "--namespace", &namespace]);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -809,7 +809,7 @@ fn a_check_right_after_a_loss_leaves_the_loss_rule_whole() {
             "{backend}: IDs issued twice after the check"
         );
         drop(a);
-        b.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+        b.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use flakegen::lease::DEFAULT_TIMEOUT;
+use flakegen::lease::Lease;
 use flakegen::{IdGenerator, Layout, Strategy};
 use tokio::runtime::{Builder, Runtime};
 
@@ -30,12 +30,12 @@ fn runtimes() -> [(&'static str, Runtime); 2] {
 
 /// Well inside the request timeout that a call waiting on a frozen registry
 /// would take, and far beyond a hypervisor's pauses.
-const AT_ONCE: Duration = DEFAULT_TIMEOUT.checked_div(10).unwrap();
+const AT_ONCE: Duration = Lease::DEFAULT_TIMEOUT.checked_div(10).unwrap();
 
 /// Waits (bounded) until id 0 of `namespace` is free: a release the
 /// generator did not wait for has landed.
 async fn released(store: &Store<'_>, namespace: &str) {
-    let give_up = Instant::now() + DEFAULT_TIMEOUT + Duration::from_secs(1);
+    let give_up = Instant::now() + Lease::DEFAULT_TIMEOUT + Duration::from_secs(1);
     loop {
         let record = store.record(namespace, 0);
         if record.as_ref().is_some_and(|r| r.holder.is_empty()) {
@@ -58,7 +58,10 @@ pub fn a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id(fixture
             let ns = namespace("tokio");
             // The plain build, which once panicked inside a runtime.
             let sync = store.leased(ONE, &ns).build_atomic().unwrap();
-            sync.shutdown().wait_async(DEFAULT_TIMEOUT).await.unwrap();
+            sync.shutdown()
+                .wait_async(Lease::DEFAULT_TIMEOUT)
+                .await
+                .unwrap();
             drop(sync);
 
             let generator = store
@@ -99,7 +102,7 @@ pub fn a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id(fixture
             assert!(successor.next_id().unwrap() > last, "{at}");
             successor
                 .shutdown()
-                .wait_async(DEFAULT_TIMEOUT)
+                .wait_async(Lease::DEFAULT_TIMEOUT)
                 .await
                 .unwrap();
         });

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use flakegen::clock::ManualClock;
 use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use flakegen::lease::inspect::Listing;
-use flakegen::lease::{DEFAULT_TIMEOUT, Lease, LeaseError, LeaseState};
+use flakegen::lease::{Lease, LeaseError, LeaseState};
 use flakegen::{
     BuildError, Builder, Clock, IdGenerator, IssueError, Layout, Snowflake, Strategy, SystemClock,
 };
@@ -124,7 +124,7 @@ pub fn a_released_id_is_taken_over_at_once_above_the_last_id(fixture: &dyn Fixtu
     let ns = namespace("release");
     let first = store.leased(ONE, &ns).build_ticker().unwrap();
     let last = (0..1000).map(|_| first.next_id().unwrap()).max().unwrap();
-    first.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    first.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     // Without the release lowering the fence, the successor would face
     // a fence a TTL ahead, more than this max_wait.
     let successor = store
@@ -145,7 +145,7 @@ pub fn a_restarted_generator_takes_back_the_id_it_released(fixture: &dyn Fixture
     let first = store.leased(FOUR, &ns).build_atomic().unwrap();
     let worker = first.worker();
     first.next_id().unwrap();
-    first.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    first.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     drop(first);
     // Past the wait a fresh id has after the namespace's marker.
     thread::sleep(TTL + SKEW);
@@ -159,7 +159,7 @@ pub fn a_restarted_generator_takes_back_the_id_it_released(fixture: &dyn Fixture
             g.worker()
         );
         g.next_id().unwrap();
-        g.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+        g.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     }
 }
 
@@ -197,7 +197,7 @@ pub fn a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued(fixture:
             {
                 thread::sleep(Duration::from_millis(1));
             }
-            generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+            generator.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
             callers
                 .into_iter()
                 .flat_map(|c| c.join().unwrap())
@@ -436,7 +436,7 @@ pub fn a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss(fixture: &d
     let taken = store.record(&ns, 0).unwrap();
     // Its release names its own lease, which is gone: refused (or, on a
     // connection the restart broke, failed), and nothing written.
-    let released = a.shutdown().wait(DEFAULT_TIMEOUT);
+    let released = a.shutdown().wait(Lease::DEFAULT_TIMEOUT);
     assert!(released.is_err(), "{}: {released:?}", store.name());
     let record = store.record(&ns, 0).unwrap();
     assert_eq!(
@@ -618,7 +618,7 @@ pub fn the_marker_is_no_earlier_than_the_loss(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let ns = namespace("marker");
     let generator = store.leased(ONE, &ns).build_atomic().unwrap();
-    generator.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    generator.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     let lost_at = lose_late_in_a_second(&store);
     // Marked at once, most often in the second of the loss: a marker in
     // whole seconds (the clock's, or a table's creation time) is early.
@@ -693,7 +693,7 @@ pub fn a_listing_shows_every_record_and_the_marker(fixture: &dyn Fixture) {
     let held = store.leased(FOUR, &ns).build_atomic().unwrap();
     let released = store.leased(FOUR, &ns).build_atomic().unwrap();
     let released_worker = released.worker();
-    released.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    released.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     store.put(&namespace("listing-other"), 3, "other", 60_000, now_ms());
 
     let before = now_ms();
@@ -762,7 +762,7 @@ pub fn a_frozen_registry_costs_the_timeout_and_lease_says_why(fixture: &dyn Fixt
             store.name()
         );
         assert!(
-            took < DEFAULT_TIMEOUT + Duration::from_millis(500),
+            took < Lease::DEFAULT_TIMEOUT + Duration::from_millis(500),
             "{took:?}"
         );
         eventually("the lease to report the outage", || {
@@ -1162,7 +1162,7 @@ pub fn a_release_after_a_heal_lowers_only_the_new_lease(fixture: &dyn Fixture) {
         thread::sleep(Duration::from_millis(2));
     };
     // Nothing was asked of it since the loss: nothing issued under it.
-    g.shutdown().wait(DEFAULT_TIMEOUT).unwrap();
+    g.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
     let record = store.record(&ns, 0).unwrap();
     let starts_ms = starts.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
     assert!(

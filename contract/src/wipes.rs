@@ -242,7 +242,9 @@ pub fn every_id_can_be_leased_again_after_a_wipe(fixture: &dyn Fixture) {
         let all: Vec<_> = (0..4).map(|_| build().unwrap()).collect();
         for g in &all {
             g.next_id().unwrap();
-            g.shutdown().wait(flakegen::lease::DEFAULT_TIMEOUT).unwrap();
+            g.shutdown()
+                .wait(flakegen::lease::Lease::DEFAULT_TIMEOUT)
+                .unwrap();
         }
         store.wipe(match kind {
             "record" => Wipe::Record(&ns, 2),

@@ -109,7 +109,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "with {busy} busy threads: the least TTL that covers the worst renewal and wake-up \
          1.5 times over within two thirds of it: {floor:?} (flakegen's floor: {:?})",
-        lease::MIN_TTL
+        lease::Lease::MIN_TTL
     );
     Ok(())
 }

@@ -16,7 +16,7 @@ use crate::clock::units::{floor_millis, nanos, unix_millis};
 use crate::clock::{Clock, SystemClock};
 use crate::id::Snowflake;
 use crate::layout::{Fields, Layout};
-use crate::lease::{Claim, DEFAULT_TIMEOUT, Lease, LeaseHandle, Pending};
+use crate::lease::{Claim, Lease, LeaseHandle, Pending};
 
 /// A generator's settings as the builder collects them, before validation.
 #[derive(Clone, Debug)]
@@ -107,7 +107,7 @@ impl<C: Clock> Core<C> {
             Ok(_) => prepared.finish(Some(lease)),
             Err(e) => {
                 // Best effort: the error to report is the build's.
-                let _ = lease.give_back().wait(DEFAULT_TIMEOUT);
+                let _ = lease.give_back().wait(Lease::DEFAULT_TIMEOUT);
                 Err(e)
             }
         }
@@ -132,7 +132,7 @@ impl<C: Clock> Core<C> {
         match started.await {
             Ok(_) => prepared.finish(Some(lease)),
             Err(e) => {
-                let _ = lease.give_back().wait_async(DEFAULT_TIMEOUT).await;
+                let _ = lease.give_back().wait_async(Lease::DEFAULT_TIMEOUT).await;
                 Err(e)
             }
         }

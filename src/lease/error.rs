@@ -10,7 +10,7 @@ use super::backend::LeaseError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InvalidTerms {
-    /// The TTL is shorter than a renewal can keep up with: [`MIN_TTL`](super::MIN_TTL),
+    /// The TTL is shorter than a renewal can keep up with: [`Lease::MIN_TTL`](super::Lease::MIN_TTL),
     /// and two units of the layout.
     TtlTooShort {
         /// The TTL given.

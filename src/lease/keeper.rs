@@ -148,7 +148,7 @@ impl Keeping {
     }
 
     /// How long opening a connection may take outside a renewal: the TTL,
-    /// at least [`DEFAULT_TIMEOUT`].
+    /// at least [`Lease::DEFAULT_TIMEOUT`].
     fn open_timeout(&self) -> Duration {
         self.ttl.max(DEFAULT_TIMEOUT)
     }

@@ -67,7 +67,7 @@
 //!    moment the registry could have forgotten it. See
 //!    [below](#a-registry-that-loses-its-data).
 //! 7. **Bounded.** Every registry call finishes or fails within its timeout,
-//!    measured on the client ([`DEFAULT_TIMEOUT`]). A build that took longer
+//!    measured on the client ([`Lease::DEFAULT_TIMEOUT`]). A build that took longer
 //!    than a renewal interval renews before it returns. A refusal at the
 //!    fence consumes no ticks, so a generator whose lease recovers issues
 //!    again at once.
@@ -166,14 +166,14 @@
 //!
 //! - at or above the high-water mark, it was never handed out since the
 //!   marker was written: it is fenced at the **marker** plus the TTL plus
-//!   the skew allowance ([`Lease::skew`], default [`DEFAULT_SKEW`]);
+//!   the skew allowance ([`Lease::skew`], default [`Lease::DEFAULT_SKEW`]);
 //! - below the mark, it was handed out and its record is gone: it is fenced
 //!   at the moment the registry was **seen** without it, plus the TTL and
 //!   the skew;
 //! - a marker written where there was none is the registry's clock at that
 //!   moment ([`Registry::mark`](backend::Registry::mark)), so a new
 //!   namespace's first builds wait the TTL and the skew once, the same as an
-//!   emptied one's. `flakegen leases init` ([`Lease::prepare`]) pays that
+//!   emptied one's. `flakegen leases init` (`Lease::prepare`, feature `inspect`) pays that
 //!   wait at install time instead: it marks the namespace and waits it
 //!   out, so that its services' builds start at once. It takes nobody's
 //!   word that a namespace is new: a declaration could not tell a new
@@ -245,7 +245,7 @@
 //! Every registry call runs on the lease's own thread (`flakegen-lease`, one
 //! per leased generator), which drives the registry's client from a small
 //! runtime of the registry's own; none runs on a caller's thread, and each
-//! finishes or fails within its bound ([`DEFAULT_TIMEOUT`] on an open
+//! finishes or fails within its bound ([`Lease::DEFAULT_TIMEOUT`] on an open
 //! connection; a new connection's set-up as the terms allow). So:
 //!
 //! | call | blocks the calling thread |
@@ -294,7 +294,7 @@
 //! The TTL bounds how long a crashed holder's id stays unusable. It is also
 //! how long a holder rides out an unreachable registry before it stops. The
 //! lease's thread renews every third of it by default. A few seconds suits
-//! most services (the default is 10 s); it must be at least [`MIN_TTL`], two
+//! most services (the default is 10 s); it must be at least [`Lease::MIN_TTL`], two
 //! units of the layout, and longer than the generator's `max_lead` plus the
 //! renewal interval.
 //!
@@ -320,6 +320,7 @@ mod claim;
 mod error;
 mod fence;
 mod handle;
+#[cfg(feature = "inspect")]
 pub mod inspect;
 mod keeper;
 mod protocol;
@@ -327,8 +328,9 @@ mod settings;
 mod slot;
 mod status;
 
-pub use self::backend::budget::DEFAULT_TIMEOUT;
-pub use self::backend::connect::{REGISTRIES, RegistryKind, connect};
+pub use self::backend::connect::connect;
+#[cfg(feature = "inspect")]
+pub use self::backend::connect::{REGISTRIES, RegistryKind};
 pub use self::backend::error::LeaseError;
 #[cfg(feature = "etcd")]
 pub use self::backend::etcd::EtcdRegistry;
@@ -339,12 +341,15 @@ pub use self::backend::mysql::MysqlRegistry;
 pub use self::backend::postgres::PostgresRegistry;
 #[cfg(feature = "redis")]
 pub use self::backend::redis::RedisRegistry;
+#[cfg(feature = "inspect")]
 pub use self::backend::url::redacted_url;
 pub(crate) use self::claim::Claim;
 pub use self::error::InvalidTerms;
 pub(crate) use self::error::Refused;
 pub use self::handle::Release;
 pub(crate) use self::handle::{LeaseHandle, Pending};
-pub use self::protocol::{ClockVerdict, Readiness, StartCause};
-pub use self::settings::{DEFAULT_RELEASE_WAIT, DEFAULT_SKEW, DEFAULT_TTL, Lease, MIN_TTL};
+pub use self::protocol::StartCause;
+#[cfg(feature = "inspect")]
+pub use self::protocol::{ClockVerdict, Readiness};
+pub use self::settings::Lease;
 pub use self::status::{LeaseState, LeaseStatus};

@@ -5,29 +5,19 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::backend::{LeaseError, Registry, check_namespace};
+use super::backend::{Registry, check_namespace};
 use super::error::{InvalidTerms, Refused};
 use super::handle::Pending;
 use super::keeper::{self, Keeping};
-use super::protocol::{self, Readiness, Terms};
 use super::status::Shared;
 use crate::clock::Clock;
-use crate::clock::units::millis;
 use crate::layout::Layout;
-
-/// The default of [`Lease::ttl`]: 10 s.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
-/// The default of [`Lease::skew`]: 2 s.
-pub const DEFAULT_SKEW: Duration = Duration::from_secs(2);
-
-/// The shortest TTL a lease accepts: 100 ms. Renewals must keep up with it on a busy
-/// machine: each must be confirmed within two thirds of the TTL, and it is a
-/// round trip to the registry made by a thread that can wake late. On
-/// loopback, with threads spinning beside it, the worst renewal and the
-/// worst wake-up call for half of this; over a network, measure your own
-/// with the repository's `integration/examples/lease_floor.rs`
-/// (`benches/README.md` has this project's run).
-pub const MIN_TTL: Duration = Duration::from_millis(100);
+#[cfg(feature = "inspect")]
+use {
+    super::backend::LeaseError,
+    super::protocol::{self, Readiness, Terms},
+    crate::clock::units::millis,
+};
 
 /// A worker-id lease to build a generator with: the registry, the namespace,
 /// and the terms. Pass it to [`Builder::lease`](crate::Builder::lease).
@@ -61,12 +51,9 @@ pub struct Lease {
     pub(crate) reacquire: bool,
     pub(crate) release_wait: Duration,
     pub(crate) wait_out_rollbacks: bool,
-    /// `None`: a fifth of the TTL, at most `DEFAULT_TIMEOUT`.
+    /// `None`: a fifth of the TTL, at most `Lease::DEFAULT_TIMEOUT`.
     pub(crate) call_timeout: Option<Duration>,
 }
-
-/// The default of [`Lease::release_wait`]: 1 s.
-pub const DEFAULT_RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// After a failed renewal or acquisition, the lease's thread tries again
 /// this fraction of the renewal period later: four tries fit in the time a
@@ -83,18 +70,44 @@ const MIN_RETRY: Duration = Duration::from_millis(10);
 const QUIET_WHEN_LOST: Duration = Duration::from_secs(3600);
 
 impl Lease {
+    /// The default of [`Lease::ttl`]: 10 s.
+    pub const DEFAULT_TTL: Duration = Duration::from_secs(10);
+    /// The default of [`Lease::skew`]: 2 s.
+    pub const DEFAULT_SKEW: Duration = Duration::from_secs(2);
+
+    /// The shortest TTL a lease accepts: 100 ms. Renewals must keep up with it on a busy
+    /// machine: each must be confirmed within two thirds of the TTL, and it is a
+    /// round trip to the registry made by a thread that can wake late. On
+    /// loopback, with threads spinning beside it, the worst renewal and the
+    /// worst wake-up call for half of this; over a network, measure your own
+    /// with the repository's `integration/examples/lease_floor.rs`
+    /// (`benches/README.md` has this project's run).
+    pub const MIN_TTL: Duration = Duration::from_millis(100);
+    /// The default of [`Lease::release_wait`]: 1 s.
+    pub const DEFAULT_RELEASE_WAIT: Duration = Duration::from_secs(1);
+    /// The longest one request on an open connection may take before it
+    /// counts as unanswered, measured on the client, and the least a new
+    /// connection's set-up is given: 3 s. A lease's calls on an open
+    /// connection are bounded tighter ([`Lease::call_timeout`]); its new
+    /// connections' set-ups, several round trips that a registry far away
+    /// pays in full, may take the TTL for a build or a release, and the
+    /// time left before the fence for a renewal. A set-up that runs out of
+    /// time at a port where the registry answers is
+    /// [`LeaseError::TooSlow`](super::LeaseError::TooSlow), not [`LeaseError::Unreachable`](super::LeaseError::Unreachable).
+    pub const DEFAULT_TIMEOUT: Duration = super::backend::DEFAULT_TIMEOUT;
+
     /// A lease from `registry` among the generators of `namespace`, with the
-    /// default terms: a TTL of [`DEFAULT_TTL`], renewed every third of it,
-    /// and a skew allowance of [`DEFAULT_SKEW`].
+    /// default terms: a TTL of [`Lease::DEFAULT_TTL`], renewed every third of it,
+    /// and a skew allowance of [`Lease::DEFAULT_SKEW`].
     pub fn new(registry: impl Registry, namespace: impl Into<String>) -> Self {
         Lease {
             registry: Arc::new(registry),
             namespace: namespace.into(),
-            ttl: DEFAULT_TTL,
+            ttl: Lease::DEFAULT_TTL,
             renew_every: None,
-            skew: DEFAULT_SKEW,
+            skew: Lease::DEFAULT_SKEW,
             reacquire: true,
-            release_wait: DEFAULT_RELEASE_WAIT,
+            release_wait: Lease::DEFAULT_RELEASE_WAIT,
             wait_out_rollbacks: false,
             call_timeout: None,
         }
@@ -102,7 +115,7 @@ impl Lease {
 
     /// How long the registry keeps the id for this generator without a
     /// renewal, which is also how far its fence leads its clock. At least
-    /// [`MIN_TTL`]. See [Choosing a TTL](super#choosing-a-ttl).
+    /// [`Lease::MIN_TTL`]. See [Choosing a TTL](super#choosing-a-ttl).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.ttl = ttl;
         self
@@ -146,7 +159,7 @@ impl Lease {
     /// registry is slow or gone. A drop on a tokio runtime's thread
     /// never waits: a service waits for its
     /// [`Release`](super::Release) with `wait_async` at shutdown. Zero: a
-    /// drop never waits. Default: [`DEFAULT_RELEASE_WAIT`].
+    /// drop never waits. Default: [`Lease::DEFAULT_RELEASE_WAIT`].
     pub fn release_wait(mut self, wait: Duration) -> Self {
         self.release_wait = wait;
         self
@@ -155,7 +168,7 @@ impl Lease {
     /// How long a renewal's call on a connection already open may wait for
     /// its answer before the connection is taken for dead and the renewal
     /// made again, at once, on a new one. Default: a fifth of the TTL, at
-    /// most [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT) (3 s).
+    /// most [`Lease::DEFAULT_TIMEOUT`] (3 s).
     ///
     /// The call is bounded tighter still by the time left before the fence:
     /// it gives up once half of that is spent (or this timeout, if sooner),
@@ -163,7 +176,7 @@ impl Lease {
     /// connection that dies without a word (a peer gone, a NAT entry
     /// expired) costs a retry, not a refusal, as long as the registry
     /// answers a new connection before the fence. The calls of acquisitions
-    /// and releases, which no fence hurries, keep `DEFAULT_TIMEOUT` on an
+    /// and releases, which no fence hurries, keep `Lease::DEFAULT_TIMEOUT` on an
     /// open connection, and the TTL (at least that) to open one: a slow or
     /// far registry costs them time, not a failure. A build whose open
     /// connection does not answer in that time leases again on a new one.
@@ -237,6 +250,7 @@ impl Lease {
     /// assert!(readiness.wait().is_zero());
     /// # Ok::<(), flakegen::lease::LeaseError>(())
     /// ```
+    #[cfg(feature = "inspect")]
     pub fn prepare(&self) -> Result<Readiness, LeaseError> {
         check_namespace(&self.namespace)?;
         let terms = Terms {
@@ -270,7 +284,7 @@ impl Lease {
         if self.skew.is_zero() {
             return Err(Refused::Invalid(InvalidTerms::NoSkew));
         }
-        let least = MIN_TTL.max(layout.unit() * 2);
+        let least = Lease::MIN_TTL.max(layout.unit() * 2);
         if ttl < least {
             return Err(Refused::Invalid(InvalidTerms::TtlTooShort { ttl, least }));
         }

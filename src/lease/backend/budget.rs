@@ -8,16 +8,10 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-/// The longest one request on an open connection may take before it
-/// counts as unanswered, measured on the client, and the least a new
-/// connection's set-up is given: 3 s. A lease's calls on an open
-/// connection are bounded tighter ([`Lease::call_timeout`](crate::lease::Lease::call_timeout));
-/// its new connections' set-ups, several round trips that a registry far
-/// away pays in full, may take the TTL for a build or a release, and the
-/// time left before the fence for a renewal. A set-up that runs out of
-/// time at a port where the registry answers is [`LeaseError::TooSlow`](super::LeaseError::TooSlow),
-/// not [`LeaseError::Unreachable`](super::LeaseError::Unreachable).
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+/// The longest one request on an open connection may take, and the least
+/// a new connection's set-up is given: public as
+/// [`Lease::DEFAULT_TIMEOUT`](crate::lease::Lease::DEFAULT_TIMEOUT).
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// How long each call may take, by whether it reuses an open connection
 /// or opens one: a reused one that does not answer is likely dead, and is

@@ -11,6 +11,9 @@ use super::{LeaseError, Registry};
 /// built in or not.
 #[derive(Debug)]
 #[non_exhaustive]
+// Its prose is for the operator's side (the `inspect` feature); leasing
+// reads only the schemes and the opener.
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unreachable_pub))]
 pub struct RegistryKind {
     /// The store, as its operators name it.
     pub name: &'static str,
@@ -34,6 +37,7 @@ pub struct RegistryKind {
 /// What opens a registry of one kind from its URL.
 type Opener = fn(&str) -> Result<Arc<dyn Registry>, LeaseError>;
 
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unreachable_pub))]
 impl RegistryKind {
     /// Whether this build has it (its feature is on).
     pub const fn built_in(&self) -> bool {
@@ -70,6 +74,7 @@ macro_rules! opener {
 }
 
 /// Every registry flakegen knows, in the order the docs list them.
+#[cfg_attr(not(feature = "inspect"), allow(unreachable_pub))]
 pub const REGISTRIES: &[RegistryKind] = &[
     RegistryKind {
         name: "MySQL or MariaDB",
@@ -131,7 +136,7 @@ pub const REGISTRIES: &[RegistryKind] = &[
     },
 ];
 
-/// Connects to the registry a URL names, as [`REGISTRIES`] has it:
+/// Connects to the registry a URL names, as the table of registries has it:
 /// `mysql://` (MySQL or MariaDB) with the `mysql` feature, `postgres://`
 /// (or `postgresql://`) with the `postgres` feature, `redis://` (or
 /// `rediss://`, with TLS) with the `redis` feature,

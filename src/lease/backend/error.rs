@@ -25,8 +25,7 @@ pub enum LeaseError {
     UnsupportedUrl {
         /// The scheme given.
         scheme: String,
-        /// The schemes flakegen knows, as a sentence
-        /// ([`RegistryKind::schemes_said`](crate::lease::RegistryKind::schemes_said)).
+        /// The schemes flakegen knows, as a sentence.
         known: String,
     },
     /// The URL names a registry whose feature is off in this build.

@@ -4,9 +4,12 @@
 //! as [`flakegen::lease::inspect`](crate::lease::inspect). Leasing never
 //! calls it.
 
+#[cfg(feature = "inspect")]
 use super::error::LeaseError;
+#[cfg(feature = "inspect")]
 use super::record::Record;
 
+#[cfg(feature = "inspect")]
 /// What a tool shows an operator of a registry (`flakegen leases`,
 /// `flakegen leases check`): optional, apart from the three storage steps a
 /// registry must offer, and reached through
@@ -42,6 +45,7 @@ pub trait Inspect: Send + Sync {
     fn survey(&self) -> Result<Survey, LeaseError>;
 }
 
+#[cfg(feature = "inspect")]
 /// What [`Inspect::list`] found: every record of a namespace.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Listing {
@@ -57,6 +61,7 @@ pub struct Listing {
     pub records: Vec<Record>,
 }
 
+#[cfg(feature = "inspect")]
 /// What the server says of itself: [`Inspect::survey`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -67,6 +72,7 @@ pub struct Survey {
     pub caveats: Vec<Caveat>,
 }
 
+#[cfg(feature = "inspect")]
 impl Survey {
     /// A survey of a connection over `transport`, with `caveats`.
     pub fn new(transport: Transport, caveats: Vec<Caveat>) -> Self {
@@ -74,6 +80,7 @@ impl Survey {
     }
 }
 
+#[cfg(feature = "inspect")]
 /// How a connection to a registry travels, as negotiated: what the
 /// connection did, not what its URL asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +97,7 @@ pub enum Transport {
 /// How much of a server's certificate a TLS connection verified.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unreachable_pub))]
 pub enum Verified {
     /// Nothing: anyone on the path could answer for the server.
     Nothing,
@@ -99,6 +107,7 @@ pub enum Verified {
     Full,
 }
 
+#[cfg(feature = "inspect")]
 /// A setting or arrangement of the server's under which leasing from it
 /// could fail, wait, or hand an id to two holders: see [`Inspect::survey`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,6 +124,7 @@ pub struct Caveat {
     pub advice: String,
 }
 
+#[cfg(feature = "inspect")]
 /// How much a [`Caveat`] matters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(feature = "inspect")]
 use super::inspect::{Inspect, Listing, Survey, Transport};
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, said};
 use crate::clock::units::{ceil_millis, floor_millis};
@@ -345,11 +346,13 @@ impl Registry for MemoryRegistry {
         Ok(Some(server_unix_millis))
     }
 
+    #[cfg(feature = "inspect")]
     fn inspect(&self) -> Option<&dyn Inspect> {
         Some(self)
     }
 }
 
+#[cfg(feature = "inspect")]
 impl Inspect for MemoryRegistry {
     fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
         let Snapshot {

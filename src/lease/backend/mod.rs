@@ -52,9 +52,10 @@
 //! whose clock is behind the old one's by some time shortens the loss
 //! rule's margin by as much.
 //!
-//! Beside the three steps, [`Inspect`] is what a tool shows an operator
+//! Beside the three steps, `Inspect` is what a tool shows an operator
 //! (`flakegen leases`, `flakegen leases check`): optional, for registries
-//! that can say it, with its views in [`lease::inspect`](super::inspect).
+//! that can say it, with its views in `flakegen::lease::inspect` (the
+//! `inspect` feature).
 //!
 //! # A registry of flakegen's own, file by file
 //!
@@ -65,7 +66,7 @@
 //! [`LeaseError`]), `inspect.rs` (the operators' views) and its transport
 //! (`session.rs` and `statements.rs` for SQL, `gateway.rs` and `http.rs` for
 //! etcd). Adding one touches, besides its folder: one entry of
-//! [`REGISTRIES`](super::REGISTRIES) in `connect.rs` (the CLI's help, the
+//! `REGISTRIES` in `connect.rs` (the CLI's help, the
 //! README's table and the crate's guide are checked against it), its
 //! feature in `Cargo.toml`, its test servers in
 //! `scripts/services/<service>.sh`, its fixture in `tests/common/<name>.rs`
@@ -104,8 +105,13 @@ pub(crate) use self::error::LeaseError;
 #[cfg(feature = "etcd")]
 pub(crate) use self::error::Source;
 pub(crate) use self::error::said;
+#[cfg(feature = "inspect")]
 pub(crate) use self::inspect::Inspect;
-pub use self::record::{Expect, NewRecord, Record, RecordState};
+#[cfg(feature = "inspect")]
+pub use self::record::RecordState;
+#[cfg(not(feature = "inspect"))]
+pub(crate) use self::record::RecordState;
+pub use self::record::{Expect, NewRecord, Record};
 
 pub(crate) use self::budget::DEFAULT_TIMEOUT;
 
@@ -237,6 +243,7 @@ pub trait Registry: Send + Sync + 'static {
 
     /// What the registry can show an operator, if it can: see [`Inspect`].
     /// Leasing never calls it. Default: `None`.
+    #[cfg(feature = "inspect")]
     fn inspect(&self) -> Option<&dyn Inspect> {
         None
     }
@@ -260,6 +267,7 @@ macro_rules! forward_registry {
             fn time_base(&self) -> TimeBase {
                 (**self).time_base()
             }
+            #[cfg(feature = "inspect")]
             fn inspect(&self) -> Option<&dyn Inspect> {
                 (**self).inspect()
             }

@@ -23,6 +23,7 @@ pub struct Record {
 /// judgement that leasing and every tool make of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
+#[cfg_attr(not(feature = "inspect"), allow(unreachable_pub))]
 pub enum RecordState {
     /// A live lease: its holder may still be issuing.
     Held,
@@ -35,6 +36,7 @@ pub enum RecordState {
     Void,
 }
 
+#[cfg_attr(not(feature = "inspect"), allow(unreachable_pub, dead_code))]
 impl RecordState {
     /// The state's name, as tools print it.
     pub const fn name(self) -> &'static str {
@@ -50,7 +52,17 @@ impl RecordState {
 impl Record {
     /// What this record says when the marker in force is `marker_unix_millis`
     /// and the server's clock reads `server_unix_millis`.
+    #[cfg(feature = "inspect")]
     pub fn state(&self, marker_unix_millis: Option<u64>, server_unix_millis: u64) -> RecordState {
+        self.judged(marker_unix_millis, server_unix_millis)
+    }
+
+    /// What this record says, as leasing judges it: what `state` tells a tool.
+    pub(crate) fn judged(
+        &self,
+        marker_unix_millis: Option<u64>,
+        server_unix_millis: u64,
+    ) -> RecordState {
         if Some(self.marker_unix_millis) != marker_unix_millis {
             RecordState::Void
         } else if self.holder.is_empty() {

@@ -132,7 +132,7 @@ impl<C: Send> Remote<C> {
 
     /// Runs `call` on an idle connection, or on one it opens with `open`,
     /// all within the call's timeout (its [budget](budget), or
-    /// [`DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT)). A connection that timed out
+    /// [`Lease::DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT)). A connection that timed out
     /// or failed is dropped, and the next call opens another.
     pub(crate) fn run<T, E, O, F>(
         &self,

@@ -28,6 +28,7 @@ const PASSWORD_KEYS: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];
 /// // A space where the `@` belongs: the password would show as a host.
 /// assert_eq!(redacted_url("postgres://app:S3cret db:5432/app"), None);
 /// ```
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unreachable_pub))]
 pub fn redacted_url(url: &str) -> Option<String> {
     let masked = mask_parameters(url);
     let Some((scheme, rest)) = split_scheme(&masked) else {
@@ -139,6 +140,7 @@ fn host_char(c: char) -> bool {
 }
 
 /// `url` with the value of each parameter that names a password masked.
+#[cfg_attr(not(feature = "inspect"), allow(dead_code))]
 fn mask_parameters(url: &str) -> String {
     let mut out = String::with_capacity(url.len());
     let mut rest = url;

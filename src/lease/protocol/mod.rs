@@ -23,8 +23,13 @@ mod verdict;
 pub(crate) use self::acquire::acquire;
 pub(crate) use self::holding::{Holding, Unconfirmed};
 pub(crate) use self::ids::holder_token;
-pub(crate) use self::start::{Lost, readiness};
-pub use self::start::{Readiness, StartCause};
+pub(crate) use self::start::Lost;
+#[cfg(feature = "inspect")]
+pub use self::start::Readiness;
+pub use self::start::StartCause;
+#[cfg(feature = "inspect")]
+pub(crate) use self::start::readiness;
+#[cfg(feature = "inspect")]
 pub use self::verdict::ClockVerdict;
 
 use super::backend::{LeaseError, Snapshot};

@@ -5,11 +5,15 @@
 //! rollback mode's.
 
 use std::fmt;
-use std::time::Duration;
 
 use super::{Terms, seen};
 use crate::clock::units::Moment;
-use crate::lease::backend::{Expect, LeaseError, ReadRequest, RecordState, Registry, Snapshot};
+use crate::lease::backend::{Expect, RecordState, Snapshot};
+#[cfg(feature = "inspect")]
+use {
+    crate::lease::backend::{LeaseError, ReadRequest, Registry},
+    std::time::Duration,
+};
 
 /// How far ahead a free record's fence may lie and still count as passed
 /// when choosing: a release sets it just past the last ID (a unit), so a
@@ -41,7 +45,7 @@ pub enum StartCause {
     /// written when a namespace is first seen (new, or emptied: an empty
     /// namespace proves nothing), after a loss of data, and after a change
     /// of history (a failover, a restore). A namespace made ready before
-    /// its first build (`flakegen leases init`, [`Lease::prepare`](crate::lease::Lease::prepare))
+    /// its first build (`flakegen leases init`, `Lease::prepare`)
     /// has paid this wait before its services start.
     Marker {
         /// The marker, in ms since 1970.
@@ -193,7 +197,7 @@ impl Terms<'_> {
         };
         let records = || snapshot.records.iter().filter(|r| r.worker < self.workers);
         for record in records() {
-            match record.state(Some(marker_unix_millis), snapshot.server_unix_millis) {
+            match record.judged(Some(marker_unix_millis), snapshot.server_unix_millis) {
                 RecordState::Held => {}
                 RecordState::Void => {
                     // Written before the marker: its fence may be stale.
@@ -277,6 +281,7 @@ impl Terms<'_> {
 /// namespace is readied by marking it and letting its marker age, never by
 /// taking anyone's word that it is new: a declaration could not tell a new
 /// namespace from one emptied under running generators.
+#[cfg(feature = "inspect")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Readiness {
@@ -293,6 +298,7 @@ pub struct Readiness {
     pub ready_unix_millis: u64,
 }
 
+#[cfg(feature = "inspect")]
 impl Readiness {
     /// How long until builds start at once, by the registry's clock as it
     /// was read; zero once they do.
@@ -306,6 +312,7 @@ impl Readiness {
 
 /// Marks the namespace if it has no marker, as its first build would, and
 /// says when builds in it start at once (see [`Readiness`]).
+#[cfg(feature = "inspect")]
 pub(crate) fn readiness(
     registry: &dyn Registry,
     terms: &Terms<'_>,

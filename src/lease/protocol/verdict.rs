@@ -10,6 +10,7 @@ use crate::lease::backend::LeaseError;
 /// reports of this host's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
+#[cfg_attr(not(feature = "inspect"), allow(unreachable_pub))]
 pub enum ClockVerdict {
     /// Further ahead than the skew allowance: generators here are refused
     /// (`LeaseError::ClockAhead`), as their fences could outrun the loss rule.
@@ -26,6 +27,7 @@ pub enum ClockVerdict {
 impl ClockVerdict {
     /// The verdict on a clock `ahead_millis` ahead of the server's
     /// (negative: behind), with a skew allowance of `skew_millis`.
+    #[cfg_attr(not(feature = "inspect"), allow(unreachable_pub))]
     pub fn of(ahead_millis: i64, skew_millis: u64) -> ClockVerdict {
         let skew = i64::try_from(skew_millis).unwrap_or(i64::MAX);
         if ahead_millis > skew {

@@ -4,6 +4,7 @@ mod errors;
 mod gateway;
 mod history;
 mod http;
+#[cfg(feature = "inspect")]
 mod inspect;
 mod records;
 mod session;
@@ -362,6 +363,7 @@ impl Registry for EtcdRegistry {
         TimeBase::Client
     }
 
+    #[cfg(feature = "inspect")]
     fn inspect(&self) -> Option<&dyn super::Inspect> {
         Some(self)
     }

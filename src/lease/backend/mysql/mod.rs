@@ -1,6 +1,7 @@
 //! Leases in a MySQL or MariaDB table (feature `mysql`): the storage steps.
 
 mod errors;
+#[cfg(feature = "inspect")]
 mod inspect;
 mod session;
 mod statements;
@@ -137,6 +138,7 @@ use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapsh
 pub struct MysqlRegistry {
     opts: Opts,
     /// How much of the server's certificate the TLS options check.
+    #[cfg_attr(not(feature = "inspect"), allow(dead_code))]
     verified: Verified,
     remote: Remote<Session>,
 }
@@ -300,6 +302,7 @@ impl Registry for MysqlRegistry {
         })
     }
 
+    #[cfg(feature = "inspect")]
     fn inspect(&self) -> Option<&dyn super::Inspect> {
         Some(self)
     }

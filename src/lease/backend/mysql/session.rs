@@ -67,6 +67,7 @@ impl MysqlRegistry {
 
     /// Runs `call` with a connection as it is: for a look that writes
     /// nothing, on any server.
+    #[cfg(feature = "inspect")]
     pub(super) fn look<T, F>(&self, call: impl FnOnce(Conn) -> F + Send) -> Result<T, LeaseError>
     where
         T: Send,

@@ -1,6 +1,7 @@
 //! Leases in a PostgreSQL table (feature `postgres`): the storage steps.
 
 mod errors;
+#[cfg(feature = "inspect")]
 mod inspect;
 mod session;
 mod statements;
@@ -101,6 +102,7 @@ pub struct PostgresRegistry {
     /// `None` for `sslmode=disable`.
     tls: Option<MakeRustlsConnect>,
     /// How much of the server's certificate the TLS configuration checks.
+    #[cfg_attr(not(feature = "inspect"), allow(dead_code))]
     verified: Verified,
     remote: Remote<Session>,
 }
@@ -242,6 +244,7 @@ impl Registry for PostgresRegistry {
         })
     }
 
+    #[cfg(feature = "inspect")]
     fn inspect(&self) -> Option<&dyn super::Inspect> {
         Some(self)
     }

@@ -61,6 +61,7 @@ impl PostgresRegistry {
 
     /// Runs `call` with a connection as it is: for a look that writes
     /// nothing, on a primary or a standby.
+    #[cfg(feature = "inspect")]
     pub(super) fn look<T, F>(
         &self,
         call: impl FnOnce(Arc<Client>) -> F + Send,

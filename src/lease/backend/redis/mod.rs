@@ -1,6 +1,7 @@
 //! Leases in Redis keys (feature `redis`): the storage steps.
 
 mod errors;
+#[cfg(feature = "inspect")]
 mod inspect;
 mod url;
 
@@ -79,6 +80,7 @@ struct Scripts {
     read: Script,
     mark: Script,
     swap: Script,
+    #[cfg(feature = "inspect")]
     head: Script,
 }
 
@@ -100,6 +102,7 @@ impl Scripts {
             read: lua!("read.lua"),
             mark: lua!("mark.lua"),
             swap: lua!("swap.lua"),
+            #[cfg(feature = "inspect")]
             head: lua!("head.lua"),
         }
     }
@@ -287,6 +290,7 @@ impl Registry for RedisRegistry {
         }
     }
 
+    #[cfg(feature = "inspect")]
     fn inspect(&self) -> Option<&dyn super::Inspect> {
         Some(self)
     }
@@ -295,6 +299,7 @@ impl Registry for RedisRegistry {
 impl RedisRegistry {
     /// The keys that match `pattern`, a page at a time (`SCAN` never holds
     /// the server), up to `limit` of them (0: all).
+    #[cfg(feature = "inspect")]
     fn scan(&self, pattern: &str, limit: usize) -> Result<Vec<String>, LeaseError> {
         self.run(|mut connection| async move {
             let scanned = async {
