@@ -167,9 +167,17 @@ fn mask_parameters(url: &str) -> String {
 /// `%XX` sequences decoded, if there are any and they are valid UTF-8.
 #[cfg_attr(not(feature = "remote"), allow(dead_code))]
 fn percent_decoded(text: &str) -> Option<String> {
-    if !text.contains('%') {
-        return None;
+    if text.contains('%') {
+        percent_decode(text)
+    } else {
+        None
     }
+}
+
+/// `%XX` sequences decoded; `None` for a bad one, or bytes that are not
+/// UTF-8.
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+pub(super) fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport, Verified};
 use super::super::remote::Failure;
+use super::super::url::percent_decode;
 use super::gateway::{Txn, number};
-use super::url::percent_decode;
 use super::{EtcdRegistry, now_ms};
 use crate::lease::backend::LeaseError;
 

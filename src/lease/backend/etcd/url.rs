@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::super::probe::Speaks;
 use super::super::remote::Remote;
 use super::super::tls::{self, Verify};
+use super::super::url::percent_decode;
 use super::EtcdRegistry;
 use crate::lease::backend::LeaseError;
 
@@ -149,24 +150,6 @@ pub(super) fn percent_encode(text: &str) -> String {
         }
     }
     out
-}
-
-/// `%XX` sequences decoded; `None` for a bad one.
-pub(super) fn percent_decode(text: &str) -> Option<String> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 impl std::fmt::Debug for EtcdRegistry {
