@@ -6,6 +6,7 @@ mod history;
 mod http;
 #[cfg(feature = "inspect")]
 mod inspect;
+mod keys;
 mod records;
 mod session;
 mod url;

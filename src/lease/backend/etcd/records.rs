@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::EtcdRegistry;
 use super::gateway::{Answer, Get, Kv, Txn};
-use super::history::{Keys, pad};
+use super::keys::{Keys, pad};
 use crate::lease::backend::LeaseError;
 use crate::lease::backend::{NewRecord, Record};
 
