@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, TimeBase};
+use flakegen::lease::backend::{ReadRequest, Registry, TimeBase};
 use flakegen::lease::inspect::{Condition, Inspect, Severity, Transport, Verified};
 use flakegen::lease::{ClockVerdict, Lease, LeaseError};
 
@@ -202,7 +202,7 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
     );
     transport(survey.transport, registry_host(&args.url), findings);
     marker(args, inspect, findings);
-    write_test(args, &*registry, findings);
+    write_test(args, &registry, findings);
     for caveat in survey.caveats {
         findings.add(
             caveat.severity.into(),
@@ -276,7 +276,7 @@ fn registry_host(url: &str) -> &str {
 /// a marker written where none is in force, which is safe: it is no
 /// earlier than any loss), in the check's own namespace; and the clock, as
 /// that read found it.
-fn write_test(args: &Args, registry: &dyn Registry, findings: &mut Findings) {
+fn write_test(args: &Args, registry: &Arc<dyn Registry>, findings: &mut Findings) {
     let ns = CHECK_NAMESPACE;
     // The host's clock, around the read, as the generators here read it.
     let here = || show::unix_millis(SystemTime::now()).saturating_add_signed(args.clock_offset_ms);
@@ -299,26 +299,9 @@ fn write_test(args: &Args, registry: &dyn Registry, findings: &mut Findings) {
         ),
         _ => clock(args, snapshot.server_unix_millis, before, after, findings),
     }
-    let written = (|| {
-        let marker = match snapshot.marker_unix_millis {
-            Some(marker) => marker,
-            None => registry.mark(ns)?,
-        };
-        let record = snapshot.records.iter().find(|r| r.worker == 0);
-        let expect = Expect {
-            marker_unix_millis: marker,
-            version: record.map(|r| r.version),
-        };
-        let free = NewRecord {
-            holder: "",
-            version: record.map_or(1, |r| r.version.wrapping_add(1)),
-            ttl_millis: 0,
-            fence_unix_millis: record.map_or(0, |r| r.fence_unix_millis),
-        };
-        registry.swap(ns, 0, expect, &free)
-    })();
+    let written = Lease::new(Arc::clone(registry), ns).test_write();
     match written {
-        Ok(Some(_)) => findings.add(
+        Ok(true) => findings.add(
             Level::Ok,
             "permissions",
             format!(
@@ -326,12 +309,12 @@ fn write_test(args: &Args, registry: &dyn Registry, findings: &mut Findings) {
                  {ns:?}, which no generator leases from)"
             ),
         ),
-        Ok(None) => findings.add(
+        Ok(false) => findings.add(
             Level::Warn,
             "permissions",
             format!(
-                "the test write to namespace {ns:?} met another writer, so writing is \
-                 untested: run the check again"
+                "the test write to namespace {ns:?} met another writer, or a generator \
+                 leasing there, so writing is untested: run the check again"
             ),
         ),
         Err(e) => findings.fail(&e),

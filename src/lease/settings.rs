@@ -253,14 +253,46 @@ impl Lease {
     #[cfg(feature = "inspect")]
     pub fn prepare(&self) -> Result<Readiness, LeaseError> {
         check_namespace(&self.namespace)?;
-        let terms = Terms {
+        protocol::readiness(&*self.registry, &self.terms_for_tools())
+    }
+
+    /// Writes id 0's record of the namespace again, free, its fence where
+    /// it was (marking the namespace first, as a first build would): the
+    /// write `flakegen leases check` makes to learn whether this host may
+    /// write to the registry. A record a generator holds is left alone.
+    /// Returns whether it wrote: not over a live record, nor when another
+    /// writer came between.
+    ///
+    /// # Errors
+    ///
+    /// The registry's errors (a missing permission among them), and an
+    /// invalid namespace.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::lease::{Lease, MemoryRegistry};
+    ///
+    /// let lease = Lease::new(MemoryRegistry::new(), "permissions test");
+    /// assert!(lease.test_write()?);
+    /// # Ok::<(), flakegen::lease::LeaseError>(())
+    /// ```
+    #[cfg(feature = "inspect")]
+    pub fn test_write(&self) -> Result<bool, LeaseError> {
+        check_namespace(&self.namespace)?;
+        protocol::test_write(&*self.registry, &self.terms_for_tools())
+    }
+
+    /// The terms a tool's call reads the namespace under: one id.
+    #[cfg(feature = "inspect")]
+    fn terms_for_tools(&self) -> Terms<'_> {
+        Terms {
             namespace: &self.namespace,
             workers: 1,
             ttl_millis: millis(self.ttl),
             skew_millis: millis(self.skew),
             wait_out_rollbacks: false,
-        };
-        protocol::readiness(&*self.registry, &terms)
+        }
     }
 
     /// Checks the terms as a generator of `layout` with no `max_lead` would:

@@ -7,6 +7,8 @@ use super::Terms;
 use super::ids::fresh_version;
 use super::start::Lost;
 use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry};
+#[cfg(feature = "inspect")]
+use crate::lease::backend::{ReadRequest, RecordState};
 
 /// How many writes whose outcome is unknown a holder remembers.
 const IN_DOUBT: usize = 4;
@@ -131,5 +133,72 @@ impl Holding {
             }
         }
         Ok(None)
+    }
+}
+
+/// Writes id 0's record of the namespace again, free, with its fence where
+/// it was: a release's write where nobody holds the id, marking the
+/// namespace first if need be (as a first build would: no earlier than any
+/// loss). What a tool writes to learn whether this host may write. Never
+/// takes an id from a holder: a live record is left alone. Returns whether
+/// it wrote: not over a live record, nor when another writer came between.
+#[cfg(feature = "inspect")]
+pub(crate) fn test_write(registry: &dyn Registry, terms: &Terms<'_>) -> Result<bool, LeaseError> {
+    let snapshot = registry.read(terms.namespace, &ReadRequest::new(1).prefer(Some(0)))?;
+    let marker_unix_millis = match snapshot.marker_unix_millis {
+        Some(marker) => marker,
+        None => registry.mark(terms.namespace)?,
+    };
+    let record = snapshot.records.iter().find(|r| r.worker == 0);
+    let live = record.is_some_and(|r| {
+        r.judged(Some(marker_unix_millis), snapshot.server_unix_millis) == RecordState::Held
+    });
+    if live {
+        return Ok(false);
+    }
+    let free = NewRecord {
+        holder: "",
+        version: fresh_version(),
+        ttl_millis: 0,
+        fence_unix_millis: record.map_or(0, |r| r.fence_unix_millis),
+    };
+    let expect = Expect {
+        marker_unix_millis,
+        version: record.map(|r| r.version),
+    };
+    Ok(registry.swap(terms.namespace, 0, expect, &free)?.is_some())
+}
+
+#[cfg(all(test, feature = "inspect"))]
+mod tests {
+    use super::*;
+    use crate::lease::backend::memory::MemoryRegistry;
+    use crate::lease::protocol::acquire;
+    use crate::lease::protocol::fixtures::{now_ms, terms};
+
+    #[test]
+    fn a_test_write_leaves_a_held_record_alone() {
+        let registry = MemoryRegistry::new();
+        let t = Terms {
+            workers: 1,
+            ..terms()
+        };
+        // Nothing there: it marks the namespace and writes id 0 free.
+        assert!(test_write(&registry, &t).unwrap());
+        let free = registry.record("n", 0).unwrap();
+        assert!(free.holder.is_empty());
+        let mut grant = acquire(&registry, &t, "holder", now_ms, None).unwrap();
+        let held = registry.record("n", 0).unwrap();
+        assert_eq!(held.holder, "holder");
+        assert!(!test_write(&registry, &t).unwrap());
+        assert_eq!(registry.record("n", 0).unwrap(), held);
+        // Given back, it is written again, its fence kept.
+        let fence = grant.holding.fence_unix_millis;
+        assert!(grant.holding.release(&registry, &t, fence).unwrap());
+        let released = registry.record("n", 0).unwrap();
+        assert!(test_write(&registry, &t).unwrap());
+        let rewritten = registry.record("n", 0).unwrap();
+        assert_eq!(rewritten.fence_unix_millis, released.fence_unix_millis);
+        assert_ne!(rewritten.version, released.version);
     }
 }

@@ -21,6 +21,8 @@ mod start;
 mod verdict;
 
 pub(crate) use self::acquire::acquire;
+#[cfg(feature = "inspect")]
+pub(crate) use self::holding::test_write;
 pub(crate) use self::holding::{Holding, Unconfirmed};
 pub(crate) use self::ids::holder_token;
 pub(crate) use self::start::Lost;
