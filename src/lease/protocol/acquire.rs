@@ -480,6 +480,33 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "inspect")]
+    #[test]
+    fn a_test_write_leaves_a_held_record_alone() {
+        let registry = crate::lease::backend::memory::MemoryRegistry::new();
+        let t = Terms {
+            workers: 1,
+            ..terms()
+        };
+        // Nothing there: it marks the namespace and writes id 0 free.
+        assert!(crate::lease::protocol::test_write(&registry, &t).unwrap());
+        let free = registry.record("n", 0).unwrap();
+        assert!(free.holder.is_empty());
+        let mut grant = acquire(&registry, &t, "holder", now_ms, None).unwrap();
+        let held = registry.record("n", 0).unwrap();
+        assert_eq!(held.holder, "holder");
+        assert!(!crate::lease::protocol::test_write(&registry, &t).unwrap());
+        assert_eq!(registry.record("n", 0).unwrap(), held);
+        // Given back, it is written again, its fence kept.
+        let fence = grant.holding.fence_unix_millis;
+        assert!(grant.holding.release(&registry, &t, fence).unwrap());
+        let released = registry.record("n", 0).unwrap();
+        assert!(crate::lease::protocol::test_write(&registry, &t).unwrap());
+        let rewritten = registry.record("n", 0).unwrap();
+        assert_eq!(rewritten.fence_unix_millis, released.fence_unix_millis);
+        assert_ne!(rewritten.version, released.version);
+    }
+
     #[test]
     fn a_pause_after_a_lost_race_is_random_and_bounded() {
         for lost in 1..40 {

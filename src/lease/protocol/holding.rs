@@ -168,37 +168,3 @@ pub(crate) fn test_write(registry: &dyn Registry, terms: &Terms<'_>) -> Result<b
     };
     Ok(registry.swap(terms.namespace, 0, expect, &free)?.is_some())
 }
-
-#[cfg(all(test, feature = "inspect"))]
-mod tests {
-    use super::*;
-    use crate::lease::backend::memory::MemoryRegistry;
-    use crate::lease::protocol::acquire;
-    use crate::lease::protocol::fixtures::{now_ms, terms};
-
-    #[test]
-    fn a_test_write_leaves_a_held_record_alone() {
-        let registry = MemoryRegistry::new();
-        let t = Terms {
-            workers: 1,
-            ..terms()
-        };
-        // Nothing there: it marks the namespace and writes id 0 free.
-        assert!(test_write(&registry, &t).unwrap());
-        let free = registry.record("n", 0).unwrap();
-        assert!(free.holder.is_empty());
-        let mut grant = acquire(&registry, &t, "holder", now_ms, None).unwrap();
-        let held = registry.record("n", 0).unwrap();
-        assert_eq!(held.holder, "holder");
-        assert!(!test_write(&registry, &t).unwrap());
-        assert_eq!(registry.record("n", 0).unwrap(), held);
-        // Given back, it is written again, its fence kept.
-        let fence = grant.holding.fence_unix_millis;
-        assert!(grant.holding.release(&registry, &t, fence).unwrap());
-        let released = registry.record("n", 0).unwrap();
-        assert!(test_write(&registry, &t).unwrap());
-        let rewritten = registry.record("n", 0).unwrap();
-        assert_eq!(rewritten.fence_unix_millis, released.fence_unix_millis);
-        assert_ne!(rewritten.version, released.version);
-    }
-}
