@@ -15,32 +15,19 @@ use super::backend::budget::{self, Budget};
 use super::backend::{DEFAULT_TIMEOUT, LeaseError, Registry};
 use super::claim::Claim;
 use super::fence;
-use super::protocol::{self, Holding, Lost, StartCause, Terms, Unconfirmed};
+use super::protocol::{self, Lost, Terms, Unconfirmed};
 use super::slot::Done;
 use super::status::{ClaimId, LeaseState, Shared, Stop};
-use crate::clock::units::{Moment, Span, lead_millis, millis};
+use crate::clock::units::{lead_millis, millis};
 use crate::meter;
 
-/// One lease event at `level` (a constant), with the fields every lease
-/// event carries, the error if there is one, and any fields of its own.
-macro_rules! event {
-    ($level:expr, $shared:expr, $worker:expr, $fence_unix_millis:expr, $error:expr, $message:expr
-     $(, $field:ident = $value:expr)* $(,)?) => {
-        // An `Option` field is recorded only when it is `Some`, so events
-        // without an error carry no `error` field at all.
-        tracing::event!(
-            target: "flakegen::lease",
-            $level,
-            namespace = %$shared.namespace,
-            worker = $worker,
-            fence_unix_millis = $fence_unix_millis,
-            $($field = $value,)*
-            error = $error.map(tracing::field::display),
-            "{}",
-            $message
-        )
-    };
-}
+mod held;
+mod report;
+
+use self::held::{Held, Said};
+use self::report::{
+    UNTIL_LEASED, UNTIL_REBUILT, UNTIL_RENEWED, announce, event, fence_reached, issues_again, when,
+};
 
 /// What the lease's thread keeps a lease on: the registry and the terms.
 pub(crate) struct Keeping {
@@ -60,22 +47,6 @@ pub(crate) struct Keeping {
     pub(crate) call_timeout: Duration,
 }
 
-/// A lease this thread holds, and the claim it gives the generator.
-struct Held {
-    holding: Holding,
-    claim: Arc<Claim>,
-    /// Its predecessor's fence, or a later start the rules set: what a
-    /// release of a lease nothing was issued under goes back to, and where
-    /// its IDs start.
-    previous_fence_unix_millis: u64,
-    /// Which bound set that start.
-    cause: StartCause,
-    renewed_at: Instant,
-    /// A lease taken again after a loss whose IDs start later: when to say
-    /// that the generator issues again.
-    issues_again_at: Option<Instant>,
-}
-
 /// Where the thread is in the [lifecycle](super#the-lifecycle).
 enum Phase {
     Holding(Held),
@@ -92,13 +63,6 @@ enum Phase {
     },
 }
 
-/// What has been said of the current trouble, so each event is said once.
-#[derive(Default)]
-struct Said {
-    failing: bool,
-    fence_reached: bool,
-}
-
 /// The lease's thread: acquires for the build, then keeps the lease until
 /// the generator shuts down.
 pub(crate) fn run(keeping: Keeping, shared: &Shared) {
@@ -108,7 +72,7 @@ pub(crate) fn run(keeping: Keeping, shared: &Shared) {
         let _acquired = Done(&shared.acquired);
         match keeping.acquire_for_the_build(shared) {
             Ok(held) => {
-                announce(&keeping, shared, &held, None);
+                announce((keeping.ttl, keeping.skew), shared, &held, None);
                 // A build that went away (a cancelled future) has asked for
                 // the release already: `keep` makes it.
                 shared.acquired.fill(Ok(()));
@@ -392,7 +356,7 @@ impl Keeping {
     ) -> (Phase, Instant) {
         match self.acquire(shared, Some(&lost)) {
             Ok(mut held) => {
-                announce(self, shared, &held, Some(old.worker()));
+                announce((self.ttl, self.skew), shared, &held, Some(old.worker()));
                 *said = Said::default();
                 let starts = held.previous_fence_unix_millis;
                 let now = shared.now_ms();
@@ -479,143 +443,4 @@ impl Keeping {
             }
         }
     }
-}
-
-/// Puts `held` in force: the generator's view of its lease, and the event
-/// that says so. `previous`: the worker of the lease lost, for a lease
-/// taken again (healing).
-fn announce(keeping: &Keeping, shared: &Shared, held: &Held, previous: Option<u64>) {
-    let (worker, fence) = (held.holding.worker, held.holding.fence_unix_millis);
-    let starts = held.previous_fence_unix_millis;
-    shared.hold(
-        Arc::clone(&held.claim),
-        starts,
-        held.cause,
-        held.renewed_at,
-        previous.is_some(),
-    );
-    meter::fence_lead(&shared.namespace, lead_millis(fence, shared.now_ms()));
-    meter::worker(&shared.namespace, worker);
-    if previous.is_some() {
-        meter::count(meter::REACQUISITIONS, &shared.namespace);
-    }
-    let none = None::<&LeaseError>;
-    let waits = shared.now_ms() < starts;
-    let cause = held.cause;
-    match previous {
-        None if waits => {
-            let message = match cause {
-                StartCause::Marker { marker_unix_millis } => format!(
-                    "lease acquired, and the build waits {} (the TTL, {}, and the skew \
-                     allowance, {}, past namespace {:?}'s marker, {}), until {}: {cause}. \
-                     `flakegen leases init`, run once before services start, pays this wait \
-                     for them",
-                    Span(starts.saturating_sub(shared.now_ms())),
-                    Span(millis(keeping.ttl)),
-                    Span(millis(keeping.skew)),
-                    shared.namespace,
-                    when(shared, marker_unix_millis),
-                    when(shared, starts),
-                ),
-                _ => format!(
-                    "lease acquired: its IDs start at {}: {cause}",
-                    when(shared, starts)
-                ),
-            };
-            event!(
-                Level::INFO,
-                shared,
-                worker,
-                fence,
-                none,
-                message,
-                starts_unix_millis = starts
-            );
-        }
-        None => event!(
-            Level::INFO,
-            shared,
-            worker,
-            fence,
-            none,
-            "lease acquired",
-            starts_unix_millis = starts
-        ),
-        Some(previous) => {
-            let message = if waits {
-                format!(
-                    "lease reacquired: its IDs start at {} ({cause}); the generator refuses \
-                     until then",
-                    when(shared, starts)
-                )
-            } else {
-                "lease reacquired: the generator issues again".to_owned()
-            };
-            event!(
-                Level::INFO,
-                shared,
-                worker,
-                fence,
-                none,
-                message,
-                previous_worker = previous,
-                starts_unix_millis = starts,
-            );
-        }
-    }
-}
-
-/// What a generator at its fence waits for, said in its event.
-const UNTIL_RENEWED: &str = "until a renewal is confirmed";
-const UNTIL_LEASED: &str = "until it has leased a worker id again";
-const UNTIL_REBUILT: &str =
-    "for good (Lease::reacquire is off): build a new generator to lease again";
-
-/// Says, once, that the clock reached `claim`'s fence: the generator
-/// refuses `until` (see the constants above).
-fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said, until: &str) -> bool {
-    let fence_unix_millis = claim.fence().unix_millis();
-    if said.fence_reached || shared.now_ms() < fence_unix_millis {
-        return said.fence_reached;
-    }
-    said.fence_reached = true;
-    let message = format!("lease fence reached: the generator refuses IDs {until}");
-    event!(
-        Level::ERROR,
-        shared,
-        claim.worker(),
-        fence_unix_millis,
-        None::<&LeaseError>,
-        message
-    );
-    true
-}
-
-/// `2026-12-01T19:05:31.808Z, in 12.0 s`, by the generator's clock.
-fn when(shared: &Shared, at_unix_millis: u64) -> Moment {
-    Moment {
-        unix_millis: at_unix_millis,
-        now_millis: shared.now_ms(),
-    }
-}
-
-/// Says that a lease taken again after a loss lets the generator issue
-/// again, once its IDs may start; returns when to look again if the
-/// generator's clock is not there yet.
-fn issues_again(shared: &Shared, held: &Held) -> Option<Instant> {
-    let starts = held.previous_fence_unix_millis;
-    let now = shared.now_ms();
-    if now < starts {
-        return Some(Instant::now() + Duration::from_millis(starts - now));
-    }
-    event!(
-        Level::INFO,
-        shared,
-        held.holding.worker,
-        held.holding.fence_unix_millis,
-        None::<&LeaseError>,
-        "lease issuing again: the new lease's IDs may start now",
-        starts_unix_millis = starts
-    );
-    None
 }

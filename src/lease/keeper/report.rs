@@ -1,0 +1,181 @@
+//! What the lease's thread reports as it goes: the generator's view of its
+//! lease, the `tracing` events that say each change, and the metrics.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tracing::Level;
+
+use super::held::{Held, Said};
+use crate::clock::units::{Moment, Span, lead_millis, millis};
+use crate::lease::backend::LeaseError;
+use crate::lease::claim::Claim;
+use crate::lease::protocol::StartCause;
+use crate::lease::status::Shared;
+use crate::meter;
+
+/// One lease event at `level` (a constant), with the fields every lease
+/// event carries, the error if there is one, and any fields of its own.
+macro_rules! event {
+    ($level:expr, $shared:expr, $worker:expr, $fence_unix_millis:expr, $error:expr, $message:expr
+     $(, $field:ident = $value:expr)* $(,)?) => {
+        // An `Option` field is recorded only when it is `Some`, so events
+        // without an error carry no `error` field at all.
+        tracing::event!(
+            target: "flakegen::lease",
+            $level,
+            namespace = %$shared.namespace,
+            worker = $worker,
+            fence_unix_millis = $fence_unix_millis,
+            $($field = $value,)*
+            error = $error.map(tracing::field::display),
+            "{}",
+            $message
+        )
+    };
+}
+pub(super) use event;
+
+/// Puts `held` in force: the generator's view of its lease, and the event
+/// that says so. `previous`: the worker of the lease lost, for a lease
+/// taken again (healing).
+pub(super) fn announce(
+    (ttl, skew): (Duration, Duration),
+    shared: &Shared,
+    held: &Held,
+    previous: Option<u64>,
+) {
+    let (worker, fence) = (held.holding.worker, held.holding.fence_unix_millis);
+    let starts = held.previous_fence_unix_millis;
+    shared.hold(
+        Arc::clone(&held.claim),
+        starts,
+        held.cause,
+        held.renewed_at,
+        previous.is_some(),
+    );
+    meter::fence_lead(&shared.namespace, lead_millis(fence, shared.now_ms()));
+    meter::worker(&shared.namespace, worker);
+    if previous.is_some() {
+        meter::count(meter::REACQUISITIONS, &shared.namespace);
+    }
+    let none = None::<&LeaseError>;
+    let waits = shared.now_ms() < starts;
+    let cause = held.cause;
+    match previous {
+        None if waits => {
+            let message = match cause {
+                StartCause::Marker { marker_unix_millis } => format!(
+                    "lease acquired, and the build waits {} (the TTL, {}, and the skew \
+                     allowance, {}, past namespace {:?}'s marker, {}), until {}: {cause}. \
+                     `flakegen leases init`, run once before services start, pays this wait \
+                     for them",
+                    Span(starts.saturating_sub(shared.now_ms())),
+                    Span(millis(ttl)),
+                    Span(millis(skew)),
+                    shared.namespace,
+                    when(shared, marker_unix_millis),
+                    when(shared, starts),
+                ),
+                _ => format!(
+                    "lease acquired: its IDs start at {}: {cause}",
+                    when(shared, starts)
+                ),
+            };
+            event!(
+                Level::INFO,
+                shared,
+                worker,
+                fence,
+                none,
+                message,
+                starts_unix_millis = starts
+            );
+        }
+        None => event!(
+            Level::INFO,
+            shared,
+            worker,
+            fence,
+            none,
+            "lease acquired",
+            starts_unix_millis = starts
+        ),
+        Some(previous) => {
+            let message = if waits {
+                format!(
+                    "lease reacquired: its IDs start at {} ({cause}); the generator refuses \
+                     until then",
+                    when(shared, starts)
+                )
+            } else {
+                "lease reacquired: the generator issues again".to_owned()
+            };
+            event!(
+                Level::INFO,
+                shared,
+                worker,
+                fence,
+                none,
+                message,
+                previous_worker = previous,
+                starts_unix_millis = starts,
+            );
+        }
+    }
+}
+
+/// What a generator at its fence waits for, said in its event.
+pub(super) const UNTIL_RENEWED: &str = "until a renewal is confirmed";
+pub(super) const UNTIL_LEASED: &str = "until it has leased a worker id again";
+pub(super) const UNTIL_REBUILT: &str =
+    "for good (Lease::reacquire is off): build a new generator to lease again";
+
+/// Says, once, that the clock reached `claim`'s fence: the generator
+/// refuses `until` (see the constants above).
+pub(super) fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said, until: &str) -> bool {
+    let fence_unix_millis = claim.fence().unix_millis();
+    if said.fence_reached || shared.now_ms() < fence_unix_millis {
+        return said.fence_reached;
+    }
+    said.fence_reached = true;
+    let message = format!("lease fence reached: the generator refuses IDs {until}");
+    event!(
+        Level::ERROR,
+        shared,
+        claim.worker(),
+        fence_unix_millis,
+        None::<&LeaseError>,
+        message
+    );
+    true
+}
+
+/// `2026-12-01T19:05:31.808Z, in 12.0 s`, by the generator's clock.
+pub(super) fn when(shared: &Shared, at_unix_millis: u64) -> Moment {
+    Moment {
+        unix_millis: at_unix_millis,
+        now_millis: shared.now_ms(),
+    }
+}
+
+/// Says that a lease taken again after a loss lets the generator issue
+/// again, once its IDs may start; returns when to look again if the
+/// generator's clock is not there yet.
+pub(super) fn issues_again(shared: &Shared, held: &Held) -> Option<Instant> {
+    let starts = held.previous_fence_unix_millis;
+    let now = shared.now_ms();
+    if now < starts {
+        return Some(Instant::now() + Duration::from_millis(starts - now));
+    }
+    event!(
+        Level::INFO,
+        shared,
+        held.holding.worker,
+        held.holding.fence_unix_millis,
+        None::<&LeaseError>,
+        "lease issuing again: the new lease's IDs may start now",
+        starts_unix_millis = starts
+    );
+    None
+}
