@@ -21,6 +21,12 @@
 # leader, kill|freeze|thaw|revive MEMBER, elect, snapshot, restore for
 # etcd). `verbs` lists them.
 #
+# kubernetes (a real kube-apiserver over an etcd member of its own, RBAC on,
+# an admin token and a ServiceAccount holding the guide's Role) is started
+# only when named, for the registry on Lease objects to come; `stop` with no
+# service stops it too. Its binary is built from the Go module proxy once,
+# into FLAKEGEN_TOOLS_DIR (default /var/cache/flakegen), and reused.
+#
 # Missing servers are installed from the distribution's packages (as root).
 # Only `export NAME=value` lines go to stdout, so `eval` can take them, as
 # with ssh-agent; everything else goes to stderr.
@@ -30,7 +36,8 @@
 # (26380), FLAKEGEN_MYSQL_PORT (23306), each pair's members on the next ports
 # (FLAKEGEN_PG_A_PORT and _B_, FLAKEGEN_REDIS_A_PORT and _B_, FLAKEGEN_MYSQL_A_PORT
 # and _B_), FLAKEGEN_ETCD_PORT (22379: member N's client port is that plus
-# 10 (N-1), its TLS port one more, its peer port two more). The defaults lie
+# 10 (N-1), its TLS port one more, its peer port two more), FLAKEGEN_KUBE_PORT
+# (26443) and FLAKEGEN_KUBE_ETCD_PORT (22479, its peer port one more). The defaults lie
 # below Linux's ephemeral ports, where a client reconnecting while its
 # server restarts could be given the server's own port.
 set -euo pipefail
@@ -38,7 +45,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/services" && pwd)
 # shellcheck source=services/common.sh
 . "$here/common.sh"
-for file in postgres redis mariadb etcd; do
+for file in postgres redis mariadb etcd kubernetes; do
   # shellcheck disable=SC1090
   . "$here/$file.sh"
 done
@@ -65,7 +72,10 @@ case "$verb" in
       echo "export FLAKEGEN_TEST_OTHER_CA=$tls/other-ca.crt"
       echo "export FLAKEGEN_SERVICES_DIR=$dir"
     fi
-    for s in ${service:-$all}; do
+    # Stopping everything stops the services not yet among them too.
+    every=$all
+    [ "$verb" = stop ] && every="$all kubernetes"
+    for s in ${service:-$every}; do
       "${verb}_${s//-/_}"
       [ "$verb" = start ] && "exports_${s//-/_}"
     done
@@ -73,7 +83,9 @@ case "$verb" in
     exit 0 ;;
   "") die "usage: $0 VERB [SERVICE [ARG…]] (see the top of this file, or: $0 verbs)" ;;
 esac
-case " $all " in
+# Not among every service yet: kubernetes (a kube-apiserver), for the
+# registry on Lease objects to come.
+case " $all kubernetes " in
   *" $service "*) ;;
   *) die "no service ${service:-(none)}: use one of $all" ;;
 esac

@@ -1,0 +1,171 @@
+# kubernetes: a real kube-apiserver (built from the Go module proxy once,
+# into a cache outside the repository) over an etcd member of its own, on
+# loopback, with RBAC on, an admin token, and a ServiceAccount holding
+# exactly the Role flakegen's guide gives. Sourced by scripts/services.sh,
+# after common.sh.
+
+kube_version=v1.37.2
+# The binaries' cache: kept across services directories and checkouts, so
+# that a machine builds kube-apiserver once (about 11 CPU-minutes).
+tools=${FLAKEGEN_TOOLS_DIR:-/var/cache/flakegen}
+kube_bin="$tools/kube-apiserver-$kube_version"
+
+# Builds kube-apiserver where it is missing. `go install` refuses the
+# module (its go.mod replaces the staging modules with local paths), so it
+# is built from a wrapper module that names each staging module's version.
+kube_build() {
+  [ -x "$kube_bin" ] && return
+  command -v go >/dev/null || die "kube-apiserver is not in $tools and building it needs Go (https://go.dev/dl)"
+  local work="$tools/build-kube-apiserver" staging=${kube_version/v1./v0.}
+  mkdir -p "$work"
+  say "building kube-apiserver $kube_version into $tools once (about 11 CPU-minutes)"
+  (
+    set -e
+    cd "$work"
+    cat > main.go <<'GO'
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }
+GO
+    local mod replaces
+    # Read outside the wrapper, whose half-written go.mod go would parse.
+    mod=$(cd / && go mod download -json "k8s.io/kubernetes@$kube_version" \
+      | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+    replaces=$(sed -n '/^replace (/,/^)/p' "$mod" \
+      | sed -n "s|^\t\(k8s.io/[a-z0-9-]*\) => ./staging/.*|\t\1 => \1 $staging|p")
+    [ -n "$replaces" ] || die "k8s.io/kubernetes $kube_version's go.mod names no staging modules"
+    printf 'module flakegen.test/kube-apiserver\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n%s\n)\n' \
+      "$kube_version" "$replaces" > go.mod
+    go mod tidy
+    go build -trimpath -o "$kube_bin.partial" \
+      -ldflags "-X k8s.io/component-base/version.gitVersion=$kube_version" .
+  ) >&2 || die "building kube-apiserver failed (log above)"
+  mv "$kube_bin.partial" "$kube_bin"
+}
+
+kube_port=${FLAKEGEN_KUBE_PORT:-26443}
+# Its own etcd member, apart from the etcd service's cluster: restored and
+# restarted under the apiserver without touching the other.
+kube_etcd_port=${FLAKEGEN_KUBE_ETCD_PORT:-22479}
+kube_dir="$dir/kubernetes"
+# The Kubernetes namespace the tests lease in, and the ServiceAccount that
+# holds exactly the guide's Role there.
+kube_namespace=flakegen
+kube_admin_token=flakegen-test-admin
+
+kube_api() { # METHOD PATH [BODY]: the apiserver as its admin, JSON in and out
+  curl -sS --max-time 10 --cacert "$tls/ca.crt" -H "Authorization: Bearer $kube_admin_token" \
+    -H 'Content-Type: application/json' -X "$1" "https://127.0.0.1:$kube_port$2" ${3:+--data "$3"}
+}
+
+kube_running() { [ -f "$kube_dir/apiserver.pid" ] && kill -0 "$(cat "$kube_dir/apiserver.pid")" 2>/dev/null; }
+
+kube_etcd_run() {
+  [ -f "$kube_dir/etcd.pid" ] && kill -0 "$(cat "$kube_dir/etcd.pid")" 2>/dev/null && return
+  port_free "$kube_etcd_port" || die "port $kube_etcd_port is taken: set FLAKEGEN_KUBE_ETCD_PORT"
+  port_free $((kube_etcd_port + 1)) || die "port $((kube_etcd_port + 1)) is taken: set FLAKEGEN_KUBE_ETCD_PORT"
+  setsid etcd --name kube --data-dir "$kube_dir/etcd" \
+    --listen-client-urls "http://127.0.0.1:$kube_etcd_port" \
+    --advertise-client-urls "http://127.0.0.1:$kube_etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$((kube_etcd_port + 1))" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$((kube_etcd_port + 1))" \
+    --initial-cluster "kube=http://127.0.0.1:$((kube_etcd_port + 1))" \
+    > "$kube_dir/etcd.log" 2>&1 < /dev/null &
+  echo $! > "$kube_dir/etcd.pid"
+  for _ in $(seq 100); do
+    ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$kube_etcd_port" --dial-timeout 1s endpoint health \
+      >/dev/null 2>&1 && return
+    sleep 0.1
+  done
+  tail -20 "$kube_dir/etcd.log" >&2
+  die "kubernetes: its etcd did not start"
+}
+
+kube_apiserver_run() {
+  kube_running && return
+  port_free "$kube_port" || die "port $kube_port is taken: set FLAKEGEN_KUBE_PORT"
+  # It serves the test CA's certificate (IP SAN 127.0.0.1), as the other
+  # services do.
+  setsid "$kube_bin" --etcd-servers "http://127.0.0.1:$kube_etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$kube_port" \
+    --endpoint-reconciler-type none --cert-dir "$kube_dir/certs" \
+    --tls-cert-file "$tls/server.crt" --tls-private-key-file "$tls/server.key" \
+    --token-auth-file "$kube_dir/tokens.csv" --authorization-mode RBAC \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$kube_dir/sa.pub" --service-account-signing-key-file "$kube_dir/sa.key" \
+    --service-cluster-ip-range 10.96.0.0/24 \
+    > "$kube_dir/apiserver.log" 2>&1 < /dev/null &
+  echo $! > "$kube_dir/apiserver.pid"
+  for _ in $(seq 600); do
+    [ "$(kube_api GET /readyz 2>/dev/null)" = ok ] && return
+    kube_running || break
+    sleep 0.1
+  done
+  tail -30 "$kube_dir/apiserver.log" >&2
+  die "kubernetes: kube-apiserver did not become ready"
+}
+
+start_kubernetes() {
+  make_certs
+  command -v etcd >/dev/null || install etcd-server
+  command -v curl >/dev/null || install curl
+  kube_build
+  mkdir -p "$kube_dir/certs"
+  [ -f "$kube_dir/sa.key" ] || {
+    openssl genrsa -out "$kube_dir/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$kube_dir/sa.key" -pubout -out "$kube_dir/sa.pub" 2>/dev/null
+  }
+  echo "$kube_admin_token,admin,admin,system:masters" > "$kube_dir/tokens.csv"
+  say "starting kubernetes (kube-apiserver $kube_version) on 127.0.0.1:$kube_port, its etcd on $kube_etcd_port"
+  kube_etcd_run
+  kube_apiserver_run
+  kube_objects
+}
+
+# The namespace, the Role of the guide (get, list, create, update, delete
+# on leases, nothing cluster-scoped), a ServiceAccount bound to it, and a
+# token for it (from TokenRequest) in a file.
+kube_objects() {
+  kube_api POST /api/v1/namespaces "{\"metadata\":{\"name\":\"$kube_namespace\"}}" >/dev/null
+  kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/roles" \
+    "{\"metadata\":{\"name\":\"flakegen\"},\"rules\":[{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"verbs\":[\"get\",\"list\",\"create\",\"update\",\"delete\"]}]}" >/dev/null
+  kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts" \
+    '{"metadata":{"name":"flakegen"}}' >/dev/null
+  kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/rolebindings" \
+    "{\"metadata\":{\"name\":\"flakegen\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"flakegen\"},\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"flakegen\",\"namespace\":\"$kube_namespace\"}]}" >/dev/null
+  kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts/flakegen/token" \
+    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+    sed -n 's/.*"token": *"\([^"]*\)".*/\1/p' > "$kube_dir/sa.token"
+  [ -s "$kube_dir/sa.token" ] || die "kubernetes: no ServiceAccount token from TokenRequest"
+  echo -n "$kube_admin_token" > "$kube_dir/admin.token"
+}
+
+stop_kubernetes() {
+  stop_pid_file kube-apiserver "$kube_dir/apiserver.pid"
+  stop_pid_file "kubernetes' etcd" "$kube_dir/etcd.pid"
+}
+
+restart_kubernetes() { stop_pid_file kube-apiserver "$kube_dir/apiserver.pid"; kube_apiserver_run; }
+
+exports_kubernetes() {
+  local at="kube://127.0.0.1:$kube_port/$kube_namespace/flakegen?ca_file=$tls/ca.crt"
+  echo "export FLAKEGEN_TEST_KUBE_URL='$at&token_file=$kube_dir/sa.token'"
+  echo "export FLAKEGEN_TEST_KUBE_ADMIN_URL='$at&token_file=$kube_dir/admin.token'"
+}
+
+# Deletes every Lease object of flakegen's in the tests' namespace (the
+# label every one carries). A namespace's or a record's alone comes with
+# the registry, which names its objects.
+wipe_kubernetes() {
+  [ $# -eq 0 ] || die "kubernetes: wipe takes no namespace or worker yet"
+  kube_api DELETE "/apis/coordination.k8s.io/v1/namespaces/$kube_namespace/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dflakegen" >/dev/null
+}
+
+pid_file_kubernetes() { echo "$kube_dir/apiserver.pid"; }
