@@ -3,7 +3,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::Duration;
@@ -42,6 +42,11 @@ struct Shared {
     hold_until: Mutex<Option<std::time::Instant>>,
     /// How long each chunk takes, each way: a registry that far away.
     delay: Mutex<Duration>,
+    /// Connections forwarded, and round trips answered on them: each time
+    /// the server speaks after the client spoke, however many chunks
+    /// either sent (pipelined requests answered together count once).
+    connections: AtomicU64,
+    round_trips: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -59,6 +64,8 @@ impl Forwarder {
             open: Mutex::new(Vec::new()),
             hold_until: Mutex::new(None),
             delay: Mutex::new(Duration::ZERO),
+            connections: AtomicU64::new(0),
+            round_trips: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
         let accepting = Arc::clone(&shared);
@@ -94,6 +101,17 @@ impl Forwarder {
     /// a round trip of twice that away. Bandwidth is not limited.
     pub fn delay(&self, one_way: Duration) {
         *lock(&self.shared.delay) = one_way;
+    }
+
+    /// Connections forwarded so far, and round trips answered on them:
+    /// each time the server spoke after the client had (a request, or a
+    /// batch of pipelined ones, answered). The TCP handshake is not one of
+    /// them; a server's greeting before the client spoke is not either.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.shared.connections.load(Ordering::SeqCst),
+            self.shared.round_trips.load(Ordering::SeqCst),
+        )
     }
 
     /// Every connection open now stops carrying bytes, either way, and is
@@ -134,6 +152,7 @@ fn forward(client: TcpStream, shared: &Shared) {
     };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
+    shared.connections.fetch_add(1, Ordering::SeqCst);
     let dead = Arc::new(AtomicBool::new(false));
     {
         let mut open = lock(&shared.open);
@@ -150,15 +169,27 @@ fn forward(client: TcpStream, shared: &Shared) {
     };
     let upstream_dead = Arc::clone(&dead);
     let delay = *lock(&shared.delay);
-    let upstream = thread::spawn(move || pipe(client_in, server_out, &upstream_dead, delay));
-    pipe(server, client, &dead, delay);
+    // Whether the client spoke since the server last did.
+    let asked = Arc::new(AtomicBool::new(false));
+    let asking = Arc::clone(&asked);
+    let upstream = thread::spawn(move || {
+        pipe(client_in, server_out, &upstream_dead, delay, &|| {
+            asking.store(true, Ordering::SeqCst)
+        })
+    });
+    pipe(server, client, &dead, delay, &|| {
+        if asked.swap(false, Ordering::SeqCst) {
+            shared.round_trips.fetch_add(1, Ordering::SeqCst);
+        }
+    });
     let _ = upstream.join();
 }
 
 /// Copies `from` to `to` until either closes; once `dead`, what is read
 /// goes nowhere. With a `delay`, each chunk is written that long after it
 /// was read, by a thread of its own, so that reading goes on meanwhile.
-fn pipe(mut from: TcpStream, to: TcpStream, dead: &AtomicBool, delay: Duration) {
+/// `read` is told of each chunk as it is read.
+fn pipe(mut from: TcpStream, to: TcpStream, dead: &AtomicBool, delay: Duration, read: &dyn Fn()) {
     let (send, delivered) = std::sync::mpsc::channel::<(std::time::Instant, Vec<u8>)>();
     let writer = {
         let mut to = to.try_clone().expect("a socket's clone");
@@ -182,6 +213,7 @@ fn pipe(mut from: TcpStream, to: TcpStream, dead: &AtomicBool, delay: Duration) 
             Ok(0) | Err(_) => break,
             Ok(_) if dead.load(Ordering::Relaxed) => {}
             Ok(n) => {
+                read();
                 if send
                     .send((std::time::Instant::now(), buffer[..n].to_vec()))
                     .is_err()

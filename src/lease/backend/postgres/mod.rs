@@ -12,7 +12,7 @@ use tokio_postgres::Row;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use self::session::Session;
-use self::statements::{CANDIDATES, HEAD, MARK, MARK_IN_FORCE, SENTINEL};
+use self::statements::{MARK, MARK_IN_FORCE, SENTINEL};
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, signed};
@@ -149,8 +149,8 @@ impl Registry for PostgresRegistry {
         let prefer = request.prefer.map_or(-1, signed);
         let probed = request.probed();
         let (from, to) = (signed(probed.start), signed(probed.end));
-        self.run(|client| async move {
-            let head = client.query_one(&*HEAD, &[&namespace]).await?;
+        self.run_swap(|client, prepared| async move {
+            let head = client.query_one(&prepared.head, &[&namespace]).await?;
             let marker: Option<i64> = head.try_get("marker_ms")?;
             let marker_unix_millis = match marker {
                 Some(m) => {
@@ -163,7 +163,7 @@ impl Registry for PostgresRegistry {
             let fresh = signed(high_water);
             let rows = client
                 .query(
-                    CANDIDATES,
+                    &prepared.candidates,
                     &[
                         &namespace,
                         &workers,

@@ -2,27 +2,34 @@
 //! the primary's, its tables created and its swaps prepared, once.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::super::remote::{Connected, Failure, Remote};
 use super::PostgresRegistry;
-use super::statements::{SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
+use super::statements::{CANDIDATES, HEAD, SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
 use crate::lease::backend::LeaseError;
 
 /// A connection, and whether it was made ready to lease on: the server
 /// found to be a primary, and the tables there.
 pub(super) struct Session {
     client: Arc<Client>,
-    /// The swaps, prepared once the connection is ready: a renewal is one
-    /// round trip and no planning (a statement sent as text is parsed,
-    /// described and planned every time: twice the renewal's cost).
+    /// The storage steps' statements, prepared once the connection is
+    /// ready: a renewal, and each of a read's two queries, is one round
+    /// trip and no planning (a statement sent as text is parsed, described
+    /// and planned every time: twice the cost).
     swaps: Option<Arc<Swaps>>,
 }
 
-/// The three swaps, prepared on one connection.
+/// The storage steps' statements, prepared on one connection.
 pub(super) struct Swaps {
+    /// A read's clock, marker and high-water mark.
+    pub(super) head: Statement,
+    /// A read's records.
+    pub(super) candidates: Statement,
     /// At the record's version, under the marker it was written under.
     pub(super) update: Statement,
     /// At the record's version, written under another marker.
@@ -141,10 +148,29 @@ const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'local', 
 /// namespace: each is marked on its first use). Then prepares the swaps.
 async fn prepare(client: &Client, address: &str) -> Result<Swaps, Failure<tokio_postgres::Error>> {
     create(client, address).await?;
+    // Prepared together: the client pipelines them, one round trip for all.
+    let statements = all([
+        &*HEAD,
+        CANDIDATES,
+        &*SWAP_UPDATE,
+        &*SWAP_ADOPT,
+        &*SWAP_INSERT,
+    ]
+    .map(|sql| -> Pin<Box<dyn Future<Output = _> + Send + '_>> { Box::pin(client.prepare(sql)) }))
+    .await;
+    let mut prepared = Vec::with_capacity(statements.len());
+    for statement in statements {
+        prepared.push(statement?);
+    }
+    let [head, candidates, update, adopt, insert]: [Statement; 5] = prepared
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("five statements prepared"));
     Ok(Swaps {
-        update: client.prepare(&SWAP_UPDATE).await?,
-        adopt: client.prepare(&SWAP_ADOPT).await?,
-        insert: client.prepare(&SWAP_INSERT).await?,
+        head,
+        candidates,
+        update,
+        adopt,
+        insert,
     })
 }
 
@@ -185,4 +211,31 @@ async fn create(client: &Client, address: &str) -> Result<(), Failure<tokio_post
             Err(e.into())
         }
     }
+}
+
+/// Every future of `futures` polled together until each is done: their
+/// requests go out at once, so a client that pipelines sends them in one
+/// round trip. Their outputs, in order.
+async fn all<T, const N: usize>(
+    mut futures: [Pin<Box<dyn Future<Output = T> + Send + '_>>; N],
+) -> Vec<T> {
+    let mut done: Vec<Option<T>> = (0..N).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (future, output) in futures.iter_mut().zip(done.iter_mut()) {
+            if output.is_none() {
+                match future.as_mut().poll(cx) {
+                    Poll::Ready(value) => *output = Some(value),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    done.into_iter().flatten().collect()
 }

@@ -1,0 +1,180 @@
+//! Round trips, counted: every registry's own server reached through a
+//! forwarder that counts the requests it sees answered. A build on a new
+//! connection, a renewal, a release, and a build on a connection already
+//! open each cost a number of round trips that this test holds each
+//! registry to, and prints:
+//!
+//! ```text
+//! eval "$(scripts/services.sh start)"
+//! cargo test --all-features --test round_trips -- --nocapture
+//! ```
+//!
+//! The counts are what the forwarder sees: a TCP handshake is not one, a
+//! TLS or authentication exchange is (none of these servers' URLs asks for
+//! TLS), and requests a client pipelines count once.
+
+#![cfg(feature = "remote")]
+
+mod common;
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use common::forwarder::{Forwarder, forwarded};
+use common::server::ALL;
+use flakegen::lease::backend::Registry;
+use flakegen::lease::{self, Lease};
+use flakegen::{Builder, IdGenerator, Layout};
+
+/// The most round trips each step may take, by registry: what each takes
+/// today, so that a change that adds one fails here. Each build takes id 0,
+/// which the set-up left free (so the build rewrites a record, as most
+/// builds in a namespace in use do).
+struct Bound {
+    registry: &'static str,
+    /// A build on a new connection: its set-up, then the build.
+    new_build: u64,
+    /// A build on a connection another lease opened.
+    warm_build: u64,
+    renewal: u64,
+    release: u64,
+}
+
+const BOUNDS: &[Bound] = &[
+    Bound {
+        registry: "postgres",
+        new_build: 12,
+        warm_build: 3,
+        renewal: 1,
+        release: 1,
+    },
+    Bound {
+        registry: "redis",
+        new_build: 3,
+        warm_build: 2,
+        renewal: 1,
+        release: 1,
+    },
+    Bound {
+        registry: "mysql",
+        new_build: 15,
+        warm_build: 6,
+        renewal: 2,
+        release: 2,
+    },
+    Bound {
+        registry: "etcd",
+        new_build: 6,
+        warm_build: 5,
+        renewal: 2,
+        release: 2,
+    },
+];
+
+fn namespace(server: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("round-trips-{server}-{}-{nanos}", std::process::id())
+}
+
+/// Connections and round trips through `forwarders` since `before`.
+fn since(forwarders: &[Forwarder], before: (u64, u64)) -> (u64, u64) {
+    let (connections, round_trips) = forwarders
+        .iter()
+        .map(Forwarder::counts)
+        .fold((0, 0), |(c, r), (dc, dr)| (c + dc, r + dr));
+    (connections - before.0, round_trips - before.1)
+}
+
+fn now(forwarders: &[Forwarder]) -> (u64, u64) {
+    since(forwarders, (0, 0))
+}
+
+fn build(registry: &Arc<dyn Registry>, ns: &str) -> impl IdGenerator + use<> {
+    Builder::new()
+        .layout(Layout::TWITTER)
+        .lease(Lease::new(Arc::clone(registry), ns))
+        .build_atomic()
+        .unwrap()
+}
+
+#[test]
+fn each_step_costs_the_round_trips_it_is_held_to() {
+    let namespaces: Vec<String> = ALL.iter().map(|s| namespace(s.name)).collect();
+    let near: Vec<Lease> = ALL
+        .iter()
+        .zip(&namespaces)
+        .map(|(s, ns)| Lease::new(lease::connect(&s.url()).unwrap(), ns.as_str()))
+        .collect();
+    // The namespaces marked and aged first, and each step written once
+    // (tables created, scripts loaded): none of that is measured.
+    common::ready(&near.iter().collect::<Vec<_>>());
+    for lease in &near {
+        assert!(lease.test_write().unwrap());
+    }
+    let rows: Vec<String> = thread::scope(|scope| {
+        let each: Vec<_> = ALL
+            .iter()
+            .zip(&namespaces)
+            .map(|(server, ns)| {
+                scope.spawn(move || {
+                    let bound = BOUNDS
+                        .iter()
+                        .find(|b| b.registry == server.name)
+                        .unwrap_or_else(|| panic!("no bound for {}", server.name));
+                    let (url, forwarders) = forwarded(&server.url(), Duration::ZERO);
+                    let registry: Arc<dyn Registry> = lease::connect(&url).unwrap();
+                    let first = build(&registry, ns);
+                    let new_build = now(&forwarders);
+                    // One renewal: the fence moves when it is confirmed.
+                    let before = now(&forwarders);
+                    let fence = first.lease().unwrap().fence;
+                    let deadline = Instant::now() + Duration::from_secs(20);
+                    while first.lease().unwrap().fence == fence {
+                        assert!(Instant::now() < deadline, "{}: no renewal", server.name);
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                    let renewal = since(&forwarders, before);
+                    let before = now(&forwarders);
+                    first.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
+                    let release = since(&forwarders, before);
+                    let before = now(&forwarders);
+                    let second = build(&registry, ns);
+                    let warm_build = since(&forwarders, before);
+                    drop(second);
+                    let row = format!(
+                        "| {} | {} ({} connection) | {} | {} | {} |",
+                        server.name, new_build.1, new_build.0, warm_build.1, renewal.1, release.1
+                    );
+                    for (step, (connections, count), most) in [
+                        ("a build on a new connection", new_build, bound.new_build),
+                        (
+                            "a build on an open connection",
+                            warm_build,
+                            bound.warm_build,
+                        ),
+                        ("a renewal", renewal, bound.renewal),
+                        ("a release", release, bound.release),
+                    ] {
+                        assert!(
+                            count <= most,
+                            "{}: {step} took {count} round trips over {connections} new \
+                             connections, more than the {most} it is held to",
+                            server.name
+                        );
+                    }
+                    row
+                })
+            })
+            .collect();
+        each.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    println!("| registry | new build | warm build | renewal | release |");
+    println!("|---|---|---|---|---|");
+    for row in rows {
+        println!("{row}");
+    }
+}
