@@ -86,7 +86,18 @@ pg_sql_at() {
   PGPASSWORD=$password psql -qAt -h 127.0.0.1 -p "$1" -U flakegen -d postgres -c "$2"
 }
 
-wipe_postgres() { pg_sql_at "$pg_port" "$(wipe_sql "$@")" >/dev/null; }
+# A wipe that waits on a lock gives up after 10 s and says who holds what,
+# rather than hang the test that asked for it.
+pg_wipe_at() {
+  local port=$1
+  shift
+  pg_sql_at "$port" "SET lock_timeout = '10s'; $(wipe_sql "$@")" >/dev/null && return
+  pg_sql_at "$port" "SELECT pid, state, xact_start, wait_event_type, left(query, 120) \
+    FROM pg_stat_activity WHERE datname = 'postgres' AND pid <> pg_backend_pid()" >&2
+  die "postgres on port $port: the wipe did not get its locks within 10 s (sessions above)"
+}
+
+wipe_postgres() { pg_wipe_at "$pg_port" "$@"; }
 plant_marker_postgres() { pg_sql_at "$pg_port" "$(plant_marker_sql "$@")" >/dev/null; }
 
 # --- postgres-pair ----------------------------------------------------------
@@ -217,9 +228,7 @@ rejoin_postgres_pair() {
   say "postgres-pair: $stale rebuilt from $primary, streaming"
 }
 
-wipe_postgres_pair() {
-  pg_pair_sql "$(primary_of postgres-pair)" "$(wipe_sql "$@")" >/dev/null
-}
+wipe_postgres_pair() { pg_wipe_at "$(pg_pair_port "$(primary_of postgres-pair)")" "$@"; }
 plant_marker_postgres_pair() {
   pg_pair_sql "$(primary_of postgres-pair)" "$(plant_marker_sql "$@")" >/dev/null
 }
