@@ -2,7 +2,8 @@
 //! that wants no more ([`next_id`]).
 //!
 //! It is set up once, explicitly ([`set_up`]) or from the environment (by
-//! the first call, or [`set_up_from_env`]), and never with a worker id of
+//! the first call, or [`generator`] at start-up, to meet a bad variable
+//! there), and never with a worker id of
 //! its own choosing: until something says which worker the process is, or
 //! where to lease one, every call is a clear error. The environment:
 //!
@@ -74,7 +75,7 @@ pub fn next_id() -> Result<Snowflake, Error> {
 #[cold]
 #[inline(never)]
 fn first_id() -> Result<Snowflake, Error> {
-    Ok(set_up_from_env()?.next_id()?)
+    Ok(generator()?.next_id()?)
 }
 
 /// [`next_id`] for async code (feature `tokio`): a wait for the clock is a
@@ -91,7 +92,7 @@ pub async fn next_id_async() -> Result<Snowflake, Error> {
     use crate::AsyncIdGenerator;
     let generator = match GENERATOR.get() {
         Some(generator) => generator,
-        None => set_up_from_env()?,
+        None => generator()?,
     };
     Ok(generator.next_id_async().await?)
 }
@@ -114,13 +115,15 @@ pub fn set_up(generator: impl IdGenerator + 'static) -> Result<(), SetUpError> {
     Ok(())
 }
 
-/// The process's generator, set up from the environment if nothing set it
-/// up before (see [the module docs](self)).
+/// The process's generator: the one set up, or one set up now from the
+/// environment if nothing set it up before (see [the module docs](self)).
+/// Call it at start-up to meet a missing or bad variable there rather than
+/// at the first ID.
 ///
 /// # Errors
 ///
 /// As for [`next_id`]'s first call.
-pub fn set_up_from_env() -> Result<&'static dyn IdGenerator, Error> {
+pub fn generator() -> Result<&'static dyn IdGenerator, Error> {
     if let Some(generator) = GENERATOR.get() {
         return Ok(&**generator);
     }
@@ -136,11 +139,6 @@ pub fn set_up_from_env() -> Result<&'static dyn IdGenerator, Error> {
         crate::clock::at_exit(release_at_exit);
     }
     Ok(&**generator)
-}
-
-/// The process's generator, if it was set up.
-pub fn generator() -> Option<&'static dyn IdGenerator> {
-    GENERATOR.get().map(|g| &**g)
 }
 
 /// Reads a variable, if set and not empty.
