@@ -9,6 +9,7 @@ use flakegen::Layout;
 
 use crate::common::replicated::Replicated;
 use crate::common::server::{ALL, Dice};
+use crate::random::Random;
 use crate::scenario::{Fault, Group, Scenario};
 use flakegen_contract::{Fixture, Wipe};
 
@@ -92,22 +93,10 @@ pub(crate) fn layout(worker_bits: u32) -> Layout {
     Layout::builder().worker_bits(worker_bits).build().unwrap()
 }
 
-/// A small deterministic generator: the same seed, the same faults.
-pub(crate) struct Random(u64);
-
-impl Dice for Random {
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        low + self.0 % (high - low).max(1)
-    }
-}
-
 /// Contending and healing helpers under random faults for `duration`,
 /// then the checks.
 pub(crate) fn randomized(target: Target, seed: u64, duration: Duration) {
-    let mut random = Random(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut random = Random::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let heal_bound = heal_bound(&target);
     // Half the time, quiet for a while after a fault: the healing
     // helpers can be seen to heal, and the cost of that fault alone be

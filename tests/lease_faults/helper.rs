@@ -12,7 +12,9 @@ use flakegen::{
     lease::{self, Lease},
 };
 
+use crate::common::server::Dice;
 use crate::log::{Leases, Out};
+use crate::random::Random;
 
 /// The system clock, shifted: a host whose clock is wrong.
 #[derive(Clone, Copy)]
@@ -34,18 +36,6 @@ pub(crate) fn real_nanos() -> u128 {
 
 fn unix_ms(time: SystemTime) -> u128 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())
-}
-
-/// Random hold and rest times; no need for a crate.
-struct XorShift(u64);
-
-impl XorShift {
-    fn between(&mut self, low: u64, high: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        low + self.0 % (high - low).max(1)
-    }
 }
 
 /// What a helper is told, as `name=value` arguments.
@@ -128,7 +118,7 @@ fn record(orders: &Orders) -> Result<(), Box<dyn std::error::Error>> {
     let out: Out = Arc::new(Mutex::new(BufWriter::new(File::create(&orders.out)?)));
     let _events = tracing::subscriber::set_default(Leases(Arc::clone(&out)));
     let deadline = Instant::now() + Duration::from_millis(orders.duration_ms);
-    let mut random = XorShift((real_nanos() as u64 ^ u64::from(std::process::id()) << 32) | 1);
+    let mut random = Random::new(real_nanos() as u64 ^ u64::from(std::process::id()) << 32);
     let mut batch = [Snowflake::default(); 20];
     while Instant::now() < deadline {
         let built = Builder::new()

@@ -63,6 +63,8 @@ mod helper;
 #[cfg(all(unix, feature = "remote"))]
 mod log;
 #[cfg(all(unix, feature = "remote"))]
+mod random;
+#[cfg(all(unix, feature = "remote"))]
 mod scenario;
 
 fn main() -> ExitCode {
