@@ -71,6 +71,9 @@ case "$verb" in
       make_certs
       echo "export FLAKEGEN_TEST_OTHER_CA=$tls/other-ca.crt"
       echo "export FLAKEGEN_SERVICES_DIR=$dir"
+      # And every port, so that a verb run later by whoever evaluated this
+      # (a test's failover, a wipe) reaches these servers, not the defaults'.
+      for port in $(compgen -v | grep '_port$'); do echo "export FLAKEGEN_${port^^}=${!port}"; done
     fi
     # Stopping everything stops the services not yet among them too.
     every=$all
