@@ -58,10 +58,10 @@ const BOUNDS: &[Bound] = &[
     },
     Bound {
         registry: "mysql",
-        new_build: 15,
-        warm_build: 6,
-        renewal: 2,
-        release: 2,
+        new_build: 9,
+        warm_build: 3,
+        renewal: 1,
+        release: 1,
     },
     Bound {
         registry: "etcd",

@@ -314,7 +314,7 @@
 //! |---|---|---|---|---|
 //! | PostgreSQL | 12 | 3 | 1 | 1 |
 //! | Redis | 3 | 2 | 1 | 1 |
-//! | MySQL or MariaDB | 15 | 6 | 2 | 2 |
+//! | MySQL or MariaDB | 9 | 3 | 1 | 1 |
 //! | etcd | 6 | 5 | 2 | 2 |
 //!
 //! # Examples

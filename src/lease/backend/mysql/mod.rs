@@ -10,10 +10,10 @@ mod url;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, Row};
 
-use self::session::Session;
+use self::session::{Session, results};
 use self::statements::{
-    CANDIDATES, HEAD, MARK, MARK_IN_FORCE, NOW_MS, RAISE, SENTINEL, SWAP_ADOPT, SWAP_INSERT,
-    SWAP_UPDATE,
+    CANDIDATES, HEAD, MARK, MARK_IN_FORCE, NOW, RAISE, SENTINEL, SWAP_ADOPT, SWAP_INSERT,
+    SWAP_UPDATE, Value, bind,
 };
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
@@ -190,33 +190,46 @@ impl Registry for MysqlRegistry {
         let (from, to) = (signed(probed.start), signed(probed.end));
         self.run_acquiring(|mut conn| async move {
             let result = async {
-                // The server's clock, and the marker unless a restore voided it.
-                let (now, marker, high): (i64, Option<i64>, i64) = conn
-                    .exec_first(&*HEAD, (&ns,))
-                    .await?
-                    .ok_or_else(|| self.corrupt("no clock reading".into()))?;
                 // Ids past the ones in play name no record.
                 let in_play = |id: i64| if id < workers { id } else { -1 };
-                let marker_or_none = marker.unwrap_or(-1);
-                let rows: Vec<Row> = conn
-                    .exec(
-                        &*CANDIDATES,
-                        (
-                            &ns,
-                            marker_or_none,
-                            workers,
-                            &ns,
-                            marker_or_none,
-                            now,
-                            workers,
-                            &ns,
-                            in_play(prefer),
-                            in_play(high),
-                            from,
-                            to,
-                        ),
-                    )
-                    .await?;
+                // The server's clock, and the marker unless a restore voided
+                // it, then the candidates under it: one round trip.
+                let marker = Value::Sql("COALESCE(@flakegen_marker, -1)");
+                let now = Value::Sql("@flakegen_now");
+                let (ns_, workers_) = (Value::Text(&ns), Value::Int(workers));
+                let high = bind("IF(@flakegen_high < ?, @flakegen_high, -1)", &[workers_]);
+                let candidates = bind(
+                    &CANDIDATES,
+                    &[
+                        ns_,
+                        marker,
+                        workers_,
+                        ns_,
+                        marker,
+                        now,
+                        workers_,
+                        ns_,
+                        Value::Int(in_play(prefer)),
+                        Value::Sql("@flakegen_in_play_high"),
+                        Value::Int(from),
+                        Value::Int(to),
+                    ],
+                );
+                let sql = format!(
+                    "{}; SET @flakegen_in_play_high := {high}; {candidates}",
+                    bind(&HEAD, &[ns_])
+                );
+                let mut sets = results(&mut conn, &sql).await?.into_iter();
+                // SET, SELECT INTO, the head, SET, the candidates.
+                let (head, rows) = (sets.nth(2), sets.nth(1));
+                let (Some(head), Some(rows)) = (head, rows) else {
+                    return Err(self.corrupt("a read's answer lacks its results".into()));
+                };
+                let (now, marker, high): (i64, Option<i64>, i64) = head
+                    .into_iter()
+                    .next()
+                    .and_then(|row| mysql_async::from_row_opt(row).ok())
+                    .ok_or_else(|| self.corrupt("no clock reading".into()))?;
                 let records = self.records(rows)?;
                 Ok(Snapshot {
                     server_unix_millis: u64::try_from(now).unwrap_or(0),
@@ -264,38 +277,73 @@ impl Registry for MysqlRegistry {
         let expected = expect.version.map(signed);
         self.run(|mut conn| async move {
             let result = async {
-                // The server's clock before the write, as the others read it.
-                let now: i64 = conn
-                    .query_first(format!("SELECT {NOW_MS}"))
-                    .await?
-                    .ok_or_else(|| self.corrupt("no clock reading".into()))?;
-                let expires = if ttl == 0 { 0 } else { now.saturating_add(ttl) };
-                // One statement each, so no lock outlives it: a client paused
-                // between them holds nothing.
-                let written = match expected {
+                // The server's clock before the write, as the others read it;
+                // the statements; what they wrote: one round trip. Each
+                // statement commits alone, so no lock outlives it: a client
+                // paused between round trips holds nothing.
+                let expires = if ttl == 0 {
+                    Value::Int(0)
+                } else {
+                    Value::Sql("@flakegen_now + @flakegen_ttl")
+                };
+                let (ns_, holder_) = (Value::Text(&ns), Value::Text(&holder));
+                let sql = match expected {
                     Some(expected) => {
-                        let params = (
-                            marker, &holder, version, expires, fence, &ns, worker, expected,
-                        );
-                        conn.exec_drop(SWAP_UPDATE, params).await?;
-                        if conn.affected_rows() == 0 {
-                            // Not at that version under the marker: under another?
-                            conn.exec_drop(SWAP_ADOPT, params).await?;
-                        }
-                        conn.affected_rows() > 0
+                        let params = [
+                            Value::Int(marker),
+                            holder_,
+                            Value::Int(version),
+                            expires,
+                            Value::Int(fence),
+                            ns_,
+                            Value::Int(worker),
+                            Value::Int(expected),
+                        ];
+                        // Not at that version under the marker: under another?
+                        // (After the first writes, the version is no longer
+                        // the one expected, and the second writes nothing.)
+                        format!(
+                            "{NOW}, @flakegen_ttl := {ttl}; {}; \
+                             SET @flakegen_written := ROW_COUNT(); {}; \
+                             SELECT @flakegen_now, @flakegen_written + ROW_COUNT()",
+                            bind(SWAP_UPDATE, &params),
+                            bind(SWAP_ADOPT, &params),
+                            NOW = &*NOW,
+                        )
                     }
                     None => {
-                        conn.exec_drop(RAISE, (worker, &ns, marker)).await?;
-                        let insert = (&ns, worker, &holder, version, expires, fence, &ns, marker);
-                        match conn.exec_drop(SWAP_INSERT, insert).await {
-                            Ok(()) => conn.affected_rows() == 1,
-                            // A record exists: not the one expected.
-                            Err(mysql_async::Error::Server(e)) if e.code == 1062 => false,
-                            Err(e) => return Err(e.into()),
-                        }
+                        let insert = [
+                            ns_,
+                            Value::Int(worker),
+                            holder_,
+                            Value::Int(version),
+                            expires,
+                            Value::Int(fence),
+                            ns_,
+                            Value::Int(marker),
+                        ];
+                        format!(
+                            "{NOW}, @flakegen_ttl := {ttl}; {}; {}; \
+                             SELECT @flakegen_now, ROW_COUNT()",
+                            bind(RAISE, &[Value::Int(worker), ns_, Value::Int(marker)]),
+                            bind(SWAP_INSERT, &insert),
+                            NOW = &*NOW,
+                        )
                     }
                 };
-                Ok(written.then(|| u64::try_from(now).unwrap_or(0)))
+                let written = match results(&mut conn, &sql).await {
+                    Ok(sets) => sets
+                        .into_iter()
+                        .last()
+                        .and_then(|rows| rows.into_iter().next()),
+                    // A record exists: not the one expected.
+                    Err(mysql_async::Error::Server(e)) if e.code == 1062 => return Ok(None),
+                    Err(e) => return Err(e.into()),
+                };
+                let (now, rows): (i64, i64) = written
+                    .and_then(|row| mysql_async::from_row_opt(row).ok())
+                    .ok_or_else(|| self.corrupt("no outcome of a swap".into()))?;
+                Ok((rows > 0).then(|| u64::try_from(now).unwrap_or(0)))
             }
             .await;
             (conn, result)

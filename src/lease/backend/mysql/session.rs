@@ -132,15 +132,32 @@ impl MysqlRegistry {
     /// Whether the server takes writes, and is the only one that does
     /// among those it replicates from, on any channel.
     async fn alone(&self, conn: &mut Conn) -> Result<(), Failure<mysql_async::Error>> {
-        let read_only: Option<(i64, String)> =
-            conn.query_first("SELECT @@read_only, VERSION()").await?;
-        if let Some((1, _)) = read_only {
+        // MariaDB's every channel, asked in the same round trip; other
+        // servers' syntax after it, where that one is not theirs.
+        let (read_only, upstreams) =
+            match results(conn, "SELECT @@read_only; SHOW ALL SLAVES STATUS").await {
+                Ok(sets) => {
+                    let mut sets = sets.into_iter();
+                    let read_only = sets.next().and_then(|rows| rows.into_iter().next());
+                    let read_only = read_only.and_then(|row| mysql_async::from_row_opt(row).ok());
+                    (
+                        read_only,
+                        running_upstreams(sets.next().unwrap_or_default()),
+                    )
+                }
+                Err(mysql_async::Error::Server(e)) if [1064, 1142, 1227].contains(&e.code) => {
+                    let read_only = conn.query_first("SELECT @@read_only").await?;
+                    (read_only, self.upstreams(conn).await?)
+                }
+                Err(e) => return Err(e.into()),
+            };
+        if let Some(1_i64) = read_only {
             return Err(Failure::Lease(LeaseError::ReadOnly {
                 address: self.remote.address.clone(),
                 role: "read_only = ON: a replica, or a server set aside".to_owned(),
             }));
         }
-        for upstream in self.upstreams(conn).await? {
+        for upstream in upstreams {
             let found = match self.peer_read_only(&upstream).await {
                 Ok(true) => None,
                 Ok(false) => Some("takes writes too (read_only = OFF)".to_owned()),
@@ -216,27 +233,7 @@ impl MysqlRegistry {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let mut upstreams = Vec::new();
-            for row in rows {
-                let text = |names: &[&str]| {
-                    names
-                        .iter()
-                        .find_map(|name| row.get_opt::<String, _>(*name).and_then(Result::ok))
-                };
-                let io = text(&["Slave_IO_Running", "Replica_IO_Running"]).unwrap_or_default();
-                let sql = text(&["Slave_SQL_Running", "Replica_SQL_Running"]).unwrap_or_default();
-                if io == "No" && sql == "No" {
-                    continue;
-                }
-                let host = text(&["Master_Host", "Source_Host"]).unwrap_or_default();
-                let port = text(&["Master_Port", "Source_Port"])
-                    .and_then(|p| p.parse().ok())
-                    .unwrap_or(3306);
-                if !host.is_empty() {
-                    upstreams.push((host, port));
-                }
-            }
-            return Ok(upstreams);
+            return Ok(running_upstreams(rows));
         }
         Ok(Vec::new())
     }
@@ -259,4 +256,49 @@ impl MysqlRegistry {
             Err(_) => Err(format!("no answer within {PEER_PROBE_TIMEOUT:?}")),
         }
     }
+}
+
+/// The upstreams of the channels among `rows` (a `SHOW … STATUS`) whose
+/// threads run, or try to.
+fn running_upstreams(rows: Vec<Row>) -> Vec<(String, u16)> {
+    let mut upstreams = Vec::new();
+    for row in rows {
+        let text = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|name| row.get_opt::<String, _>(*name).and_then(Result::ok))
+        };
+        let io = text(&["Slave_IO_Running", "Replica_IO_Running"]).unwrap_or_default();
+        let sql = text(&["Slave_SQL_Running", "Replica_SQL_Running"]).unwrap_or_default();
+        if io == "No" && sql == "No" {
+            continue;
+        }
+        let host = text(&["Master_Host", "Source_Host"]).unwrap_or_default();
+        let port = text(&["Master_Port", "Source_Port"])
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(3306);
+        if !host.is_empty() {
+            upstreams.push((host, port));
+        }
+    }
+    upstreams
+}
+
+/// Every result set of a text query of several statements, in order: one
+/// (perhaps without rows) per statement; or the error of the first that
+/// failed (the server runs none after it). Several statements in one text
+/// query cost one round trip.
+pub(super) async fn results(
+    conn: &mut Conn,
+    sql: &str,
+) -> Result<Vec<Vec<Row>>, mysql_async::Error> {
+    let mut result = conn.query_iter(sql).await?;
+    let mut sets = Vec::new();
+    while !result.is_empty() {
+        sets.push(result.collect::<Row>().await?);
+    }
+    // A statement that failed after others succeeded is still to be read:
+    // read it here, or the connection's next query would meet its error.
+    result.drop_result().await?;
+    Ok(sets)
 }

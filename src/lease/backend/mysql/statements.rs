@@ -32,11 +32,15 @@ pub(super) const MARK_IN_FORCE: &str = concat!(
 );
 
 /// The server's clock, and the namespace `?`'s marker in force and
-/// high-water mark (NULL and 0 where none is), in one round trip.
+/// high-water mark (NULL and 0 where none is), set as the session's
+/// variables `@flakegen_now`, `@flakegen_marker` and `@flakegen_high` for
+/// the statements after it (a read's candidates), and selected.
 pub(super) static HEAD: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {NOW_MS}, m.marker_ms, COALESCE(m.high_water, 0) FROM (SELECT 1) one \
-         LEFT JOIN flakegen_namespaces m ON m.namespace = ? AND m.stamp = {stamp}",
+        "SET @flakegen_now := {NOW_MS}, @flakegen_marker := NULL, @flakegen_high := 0; \
+         SELECT marker_ms, high_water INTO @flakegen_marker, @flakegen_high \
+         FROM flakegen_namespaces WHERE namespace = ? AND stamp = {stamp}; \
+         SELECT @flakegen_now, @flakegen_marker, @flakegen_high",
         stamp = stamp!(),
     )
 });
@@ -66,6 +70,11 @@ pub(super) static CANDIDATES: LazyLock<String> = LazyLock::new(|| {
            AND (worker IN (?, ?) OR (worker >= ? AND worker < ?)))"
     )
 });
+
+/// What a swap's statements leave for the one that reads its outcome: the
+/// server's clock before it wrote, in `@flakegen_now`.
+pub(super) static NOW: LazyLock<String> =
+    LazyLock::new(|| format!("SET @flakegen_now := {NOW_MS}, @flakegen_written := 0"));
 
 /// A renewal: the record at its version, under the marker it was written
 /// under, which is joined in as it is now (a current read).
@@ -119,3 +128,93 @@ pub(super) const MARK: &str = concat!(
      high_water = IF(stamp = VALUES(stamp), high_water, 0), \
      stamp = VALUES(stamp)"
 );
+
+/// A value written into a statement's text. Several statements sent as one
+/// text query cost one round trip where prepared ones cost one each, and
+/// text takes no parameters.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Value<'a> {
+    Int(i64),
+    /// A string, written as a hexadecimal literal in utf8mb4: bytes that no
+    /// quoting, escaping or `sql_mode` of the server can read as anything
+    /// but the string.
+    Text(&'a str),
+    /// An expression of the statements' own, never of the caller's data.
+    Sql(&'static str),
+}
+
+/// `sql` with each `?` replaced, in order, by one of `values`. The
+/// statements here hold no `?` inside their own quotes.
+pub(super) fn bind(sql: &str, values: &[Value<'_>]) -> String {
+    use std::fmt::Write;
+    let mut out = String::with_capacity(sql.len() + 32 * values.len());
+    let mut values = values.iter();
+    for (i, piece) in sql.split('?').enumerate() {
+        if i > 0 {
+            match values.next() {
+                Some(Value::Int(n)) => {
+                    let _ = write!(out, "{n}");
+                }
+                Some(Value::Text("")) => out.push_str("''"),
+                Some(Value::Text(text)) => {
+                    out.push_str("_utf8mb4 X'");
+                    for byte in text.bytes() {
+                        let _ = write!(out, "{byte:02X}");
+                    }
+                    out.push('\'');
+                }
+                Some(Value::Sql(expression)) => out.push_str(expression),
+                None => debug_assert!(false, "fewer values than parameters in {sql}"),
+            }
+        }
+        out.push_str(piece);
+    }
+    debug_assert!(
+        values.next().is_none(),
+        "more values than parameters in {sql}"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bound_statement_writes_strings_as_bytes_no_quote_can_end() {
+        let sql = bind(
+            "SELECT ?, ?, ?, ? FROM t",
+            &[
+                Value::Int(-1),
+                Value::Text("a'b\\"),
+                Value::Text(""),
+                Value::Sql("@flakegen_now"),
+            ],
+        );
+        assert_eq!(
+            sql,
+            "SELECT -1, _utf8mb4 X'6127625C', '', @flakegen_now FROM t"
+        );
+    }
+
+    #[test]
+    fn every_statement_bound_in_text_has_no_parameter_in_its_quotes() {
+        for sql in [
+            &*HEAD,
+            &*CANDIDATES,
+            SWAP_UPDATE,
+            SWAP_ADOPT,
+            RAISE,
+            SWAP_INSERT,
+        ] {
+            let mut quoted = false;
+            for c in sql.chars() {
+                match c {
+                    '\'' => quoted = !quoted,
+                    '?' => assert!(!quoted, "a ? in quotes in {sql}"),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
