@@ -300,22 +300,29 @@
 //!
 //! # Round trips
 //!
-//! What each step costs in round trips to the registry, counted by a proxy
-//! in front of each test server (`tests/round_trips.rs`, which holds each
-//! registry to these; `cargo test --all-features --test round_trips --
+//! What each step costs in round trips to the registry, at most, counted
+//! by a proxy in front of each test server (`tests/round_trips.rs`, which
+//! holds each registry to the table of registries, `REGISTRIES`, with the
+//! `inspect` feature; `cargo test --all-features --test round_trips --
 //! --nocapture` with the test servers running). A build on a new
 //! connection includes the connection's set-up (authentication, session
 //! settings, statements prepared; no TLS here), not the TCP handshake; a
 //! warm build runs on a connection another lease opened. Each build here
 //! takes an id whose record exists, as most builds in a namespace in use
-//! do.
+//! do. `flakegen leases check` measures a registry's round-trip time and
+//! warns when the terms leave too little room for these at that distance.
 //!
-//! | registry | build, new connection | build, warm | renewal | release |
-//! |---|---|---|---|---|
-//! | PostgreSQL | 12 | 3 | 1 | 1 |
-//! | Redis | 3 | 2 | 1 | 1 |
-//! | MySQL or MariaDB | 9 | 3 | 1 | 1 |
-//! | etcd | 6 | 5 | 2 | 2 |
+//! | registry | build, new connection | build, warm | renewal | release | read |
+//! |---|---|---|---|---|---|
+//! | PostgreSQL | 12 | 3 | 1 | 1 | 2 |
+//! | Redis | 3 | 2 | 1 | 1 | 1 |
+//! | MySQL or MariaDB | 9 | 3 | 1 | 1 | 2 |
+//! | etcd | 6 | 5 | 2 | 2 | 3 |
+//!
+//! etcd's renewal reads the record and the namespace's history before it
+//! writes, in a transaction of its own: a write that compared only
+//! revisions would land in a cluster restored since (its revisions reused)
+//! before the restore could be seen.
 //!
 //! # Examples
 //!
@@ -336,6 +343,8 @@
 
 pub mod backend;
 mod claim;
+#[cfg(feature = "inspect")]
+mod distance;
 mod error;
 mod fence;
 mod handle;
@@ -349,7 +358,7 @@ mod status;
 
 pub use self::backend::connect::connect;
 #[cfg(feature = "inspect")]
-pub use self::backend::connect::{REGISTRIES, RegistryKind};
+pub use self::backend::connect::{REGISTRIES, RegistryKind, RoundTrips};
 pub use self::backend::error::LeaseError;
 #[cfg(feature = "etcd")]
 pub use self::backend::etcd::EtcdRegistry;
@@ -363,6 +372,8 @@ pub use self::backend::redis::RedisRegistry;
 #[cfg(feature = "inspect")]
 pub use self::backend::url::redacted_url;
 pub(crate) use self::claim::Claim;
+#[cfg(feature = "inspect")]
+pub use self::distance::Distance;
 pub use self::error::InvalidTerms;
 pub(crate) use self::error::Refused;
 pub use self::handle::Release;

@@ -309,6 +309,11 @@ impl Lease {
         }
     }
 
+    /// How often the lease's thread renews: as set, or a third of the TTL.
+    pub(crate) fn renewal_interval(&self) -> Duration {
+        self.renew_every.unwrap_or(self.ttl / 3)
+    }
+
     /// Checks the terms against the layout and the generator's lead; returns
     /// the renewal interval.
     pub(crate) fn check(&self, layout: &Layout, max_lead: Duration) -> Result<Duration, Refused> {
@@ -320,7 +325,7 @@ impl Lease {
         if ttl < least {
             return Err(Refused::Invalid(InvalidTerms::TtlTooShort { ttl, least }));
         }
-        let renew_every = self.renew_every.unwrap_or(ttl / 3);
+        let renew_every = self.renewal_interval();
         if renew_every.is_zero() || renew_every > ttl / 2 {
             return Err(Refused::Invalid(InvalidTerms::RenewalTooSlow {
                 renew_every,

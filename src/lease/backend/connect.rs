@@ -31,7 +31,39 @@ pub struct RegistryKind {
     pub detects: &'static str,
     /// What it cannot tell, and what covers it.
     pub cannot_tell: &'static str,
+    /// What each step costs in round trips: `tests/round_trips.rs` holds
+    /// every registry to these, and `flakegen leases check` reckons a
+    /// registry's distance with them.
+    pub round_trips: RoundTrips,
     open: Option<Opener>,
+}
+
+/// What a registry's steps cost in round trips to its server, at most,
+/// counted by a proxy in front of it: a TCP handshake is not one, a TLS or
+/// authentication exchange is, and requests a client pipelines count once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unreachable_pub))]
+pub struct RoundTrips {
+    /// A build on a new connection: the connection's set-up, then the build.
+    pub new_build: u32,
+    /// A build on a connection already open.
+    pub warm_build: u32,
+    /// A renewal on an open connection.
+    pub renewal: u32,
+    /// A release on an open connection.
+    pub release: u32,
+    /// A read ([`Registry::read`]) on an open connection.
+    pub read: u32,
+}
+
+#[cfg_attr(not(feature = "inspect"), allow(dead_code, unreachable_pub))]
+impl RoundTrips {
+    /// A renewal on a new connection: the connection's set-up (a new
+    /// build's round trips beyond a warm one's), then the renewal.
+    pub const fn reconnecting_renewal(&self) -> u32 {
+        self.new_build.saturating_sub(self.warm_build) + self.renewal
+    }
 }
 
 /// What opens a registry of one kind from its URL.
@@ -91,6 +123,13 @@ pub const REGISTRIES: &[RegistryKind] = &[
                       them); a crash with \
                       innodb_flush_log_at_trx_commit = 0. Two masters that both take writes \
                       are refused",
+        round_trips: RoundTrips {
+            new_build: 9,
+            warm_build: 3,
+            renewal: 1,
+            release: 1,
+            read: 2,
+        },
         open: opener!("mysql", mysql::MysqlRegistry),
     },
     RegistryKind {
@@ -105,6 +144,13 @@ pub const REGISTRIES: &[RegistryKind] = &[
         cannot_tell: "a physical backup started without recovery.signal, which keeps its \
                       timeline (Lease::wait_out_rollbacks covers it); a machine's crash with \
                       fsync = off",
+        round_trips: RoundTrips {
+            new_build: 12,
+            warm_build: 3,
+            renewal: 1,
+            release: 1,
+            read: 2,
+        },
         open: opener!("postgres", postgres::PostgresRegistry),
     },
     RegistryKind {
@@ -118,6 +164,13 @@ pub const REGISTRIES: &[RegistryKind] = &[
         cannot_tell: "keys restored from an old dump into the same server process \
                       (Lease::wait_out_rollbacks covers it). Eviction (an allkeys-* policy) \
                       is refused",
+        round_trips: RoundTrips {
+            new_build: 3,
+            warm_build: 2,
+            renewal: 1,
+            release: 1,
+            read: 1,
+        },
         open: opener!("redis", redis::RedisRegistry),
     },
     RegistryKind {
@@ -132,6 +185,13 @@ pub const REGISTRIES: &[RegistryKind] = &[
                       under the same token (Lease::wait_out_rollbacks covers it). No server \
                       clock: every host's clock must keep within the skew allowance of the \
                       others, unchecked",
+        round_trips: RoundTrips {
+            new_build: 6,
+            warm_build: 5,
+            renewal: 2,
+            release: 2,
+            read: 3,
+        },
         open: opener!("etcd", etcd::EtcdRegistry),
     },
 ];
@@ -258,6 +318,20 @@ mod tests {
                 kind.name,
                 kind.feature
             );
+        }
+    }
+
+    /// The lease docs' table of round trips says what the table here says.
+    #[test]
+    fn the_lease_docs_give_each_registrys_round_trips() {
+        let docs = include_str!("../mod.rs");
+        for kind in REGISTRIES {
+            let t = kind.round_trips;
+            let row = format!(
+                "//! | {} | {} | {} | {} | {} | {} |",
+                kind.name, t.new_build, t.warm_build, t.renewal, t.release, t.read
+            );
+            assert!(docs.contains(&row), "the lease docs lack the row {row}");
         }
     }
 

@@ -111,10 +111,9 @@ impl Keeping {
         }
     }
 
-    /// How long opening a connection may take outside a renewal: the TTL,
-    /// at least [`Lease::DEFAULT_TIMEOUT`].
+    /// How long opening a connection may take outside a renewal.
     fn open_timeout(&self) -> Duration {
-        self.ttl.max(DEFAULT_TIMEOUT)
+        open_room(self.ttl)
     }
 
     /// The bound of a renewal's call, `left` before the fence: on an open
@@ -443,4 +442,21 @@ impl Keeping {
             }
         }
     }
+}
+
+/// How long opening a connection may take outside a renewal (a build's, a
+/// release's): the TTL, at least [`Lease::DEFAULT_TIMEOUT`](crate::lease::Lease::DEFAULT_TIMEOUT). A set-up is
+/// several round trips, and a registry 300 ms away is slow, not gone.
+pub(crate) fn open_room(ttl: Duration) -> Duration {
+    ttl.max(DEFAULT_TIMEOUT)
+}
+
+/// The least time a renewal has to open a new connection and land before
+/// its fence, when its open connection died without a word: its first try
+/// comes `renew_every` after the fence was confirmed a TTL ahead, so
+/// `ttl - renew_every` is left, and the dead connection costs at most half
+/// of that ([`Keeping::renewal_budget`]).
+#[cfg_attr(not(feature = "inspect"), allow(dead_code))]
+pub(crate) fn reconnect_room(ttl: Duration, renew_every: Duration) -> Duration {
+    ttl.saturating_sub(renew_every) / 2
 }
