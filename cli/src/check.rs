@@ -3,11 +3,11 @@
 //! is the library's; this file only says it.
 
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use flakegen::lease::backend::{ReadRequest, Registry, TimeBase};
 use flakegen::lease::inspect::{Condition, Inspect, Severity, Transport, Verified};
-use flakegen::lease::{ClockVerdict, Lease, LeaseError};
+use flakegen::lease::{ClockVerdict, Lease, LeaseError, REGISTRIES};
 
 use crate::Failed;
 use crate::show;
@@ -203,6 +203,7 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
     transport(survey.transport, registry_host(&args.url), findings);
     marker(args, inspect, findings);
     write_test(args, &registry, findings);
+    distance(args, &lease, &registry, findings);
     for caveat in survey.caveats {
         findings.add(
             caveat.severity.into(),
@@ -318,6 +319,80 @@ fn write_test(args: &Args, registry: &Arc<dyn Registry>, findings: &mut Findings
             ),
         ),
         Err(e) => findings.fail(&e),
+    }
+}
+
+/// How far the registry is, by the time its reads take on the open
+/// connection, and whether the terms leave room for its round trips: a
+/// build's on a new connection, and a renewal's that must reconnect.
+fn distance(args: &Args, lease: &Lease, registry: &Arc<dyn Registry>, findings: &mut Findings) {
+    let scheme = args.url.split_once("://").map_or("", |(scheme, _)| scheme);
+    let Some(kind) = REGISTRIES
+        .iter()
+        .find(|kind| kind.schemes.iter().any(|s| s.eq_ignore_ascii_case(scheme)))
+    else {
+        return;
+    };
+    let trips = kind.round_trips;
+    // The quickest of a few reads: the others met a busy server or host.
+    let mut quickest = Duration::MAX;
+    for _ in 0..5 {
+        let started = Instant::now();
+        if let Err(e) = registry.read(CHECK_NAMESPACE, &ReadRequest::new(1)) {
+            return findings.fail(&e);
+        }
+        quickest = quickest.min(started.elapsed());
+    }
+    let rtt = quickest / trips.read.max(1);
+    let at = lease.at_distance(rtt, trips);
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    findings.add(
+        Level::Ok,
+        "distance",
+        format!(
+            "a round trip takes {:.1} ms (a read, {} round trip(s), at best of 5): a build \
+             costs {} round trips on a new connection ({} on an open one), about {:.0} ms \
+             here; a renewal {}, about {:.1} ms; a renewal that must reconnect {}, about \
+             {:.0} ms",
+            ms(rtt),
+            trips.read,
+            trips.new_build,
+            trips.warm_build,
+            ms(at.build),
+            trips.renewal,
+            ms(at.renewal),
+            trips.reconnecting_renewal(),
+            ms(at.reconnecting_renewal),
+        ),
+    );
+    if at.build > at.build_room {
+        findings.add(
+            Level::Warn,
+            "distance",
+            format!(
+                "a build on a new connection takes about {:.0} ms here, past the {:.0} ms the \
+                 TTL ({} ms) gives it: builds will fail while the registry answers; raise \
+                 the TTL",
+                ms(at.build),
+                ms(at.build_room),
+                args.ttl_ms
+            ),
+        );
+    }
+    if at.reconnecting_renewal > at.renewal_room {
+        findings.add(
+            Level::Warn,
+            "distance",
+            format!(
+                "a renewal that must reconnect takes about {:.0} ms here, past the {:.0} ms \
+                 it has at these terms (half of what a first try has left: the TTL, {} ms, \
+                 less the renewal interval): \
+                 a connection lost would pause the generators at their fence; raise the TTL",
+                ms(at.reconnecting_renewal),
+                ms(at.renewal_room),
+                args.ttl_ms
+            ),
+        );
     }
 }
 

@@ -11,12 +11,16 @@
 //! the marker away, one changes Redis' eviction policy and one MariaDB's
 //! log flushing, so the tests of this file run one at a time.
 
+// The root crate's test forwarder: a registry reached through a delay.
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/common/forwarder.rs"]
+mod forwarder;
 mod raw_times;
 
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use flakegen::lease::{self, Lease};
 use flakegen::{Builder, IdGenerator, Layout};
@@ -111,7 +115,7 @@ fn a_healthy_registry_passes_the_check() {
         let out = flakegen(&["leases", "check", &url(backend)]);
         let said = said(&out);
         assert!(out.status.success(), "{backend}: {said}");
-        for topic in ["tls", "reach", "clock", "permissions"] {
+        for topic in ["tls", "reach", "clock", "permissions", "distance"] {
             let line = said
                 .lines()
                 .find(|l| l.split_whitespace().nth(1) == Some(topic));
@@ -901,5 +905,53 @@ fn the_check_refuses_terms_that_generators_refuse() {
             lines[0].starts_with("FAIL") && lines[0].contains(words),
             "{text}"
         );
+    }
+}
+
+/// `leases check` of a registry 50 ms away each way says the round-trip
+/// time it measured (never less than the delay), the round trips a build
+/// and a renewal take, and, at a TTL of 2 s, warns where a renewal that
+/// must reconnect would miss its fence: PostgreSQL's and MariaDB's set-ups
+/// are many round trips (10 and 7, a second at least, past the 667 ms a
+/// renewal has at these terms). A busy machine only makes the time longer,
+/// and the warning more certain.
+#[test]
+fn a_far_registry_is_measured_and_tight_terms_are_warned_of() {
+    let _serial = serial();
+    for backend in registries() {
+        let (far, _forwarders) = forwarder::forwarded(&url(backend), Duration::from_millis(50));
+        let out = flakegen(&[
+            "leases",
+            "check",
+            &far,
+            "--ttl-ms",
+            "2000",
+            "--skew-ms",
+            "500",
+        ]);
+        let text = said(&out);
+        let lines = lines_on(&text, "distance");
+        let rtt: f64 = lines
+            .iter()
+            .find_map(|l| l.split("a round trip takes ").nth(1))
+            .and_then(|rest| rest.split(" ms").next())
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or_else(|| panic!("{backend}: no round-trip time said: {text}"));
+        assert!(
+            rtt >= 100.0,
+            "{backend}: a round trip of {rtt} ms, under the delay: {text}"
+        );
+        assert!(
+            lines[0].contains("round trips on a new connection"),
+            "{backend}: {text}"
+        );
+        if matches!(backend, "postgres" | "mysql") {
+            assert!(
+                lines
+                    .iter()
+                    .any(|l| l.starts_with("warn") && l.contains("a renewal that must reconnect")),
+                "{backend}: no warning of a renewal that cannot reconnect in time: {text}"
+            );
+        }
     }
 }
