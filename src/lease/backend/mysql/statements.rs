@@ -71,49 +71,47 @@ pub(super) static CANDIDATES: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// What a swap's statements leave for the one that reads its outcome: the
-/// server's clock before it wrote, in `@flakegen_now`.
-pub(super) static NOW: LazyLock<String> =
-    LazyLock::new(|| format!("SET @flakegen_now := {NOW_MS}, @flakegen_written := 0"));
+/// What a swap's statements share: the server's clock before it wrote, in
+/// `@flakegen_now`, for its expiry and its answer; and the history's stamp,
+/// in `@flakegen_stamp`, read once (its lookup in `information_schema` is
+/// the costliest part of a write) for the statements after it. A loss
+/// between this and the write is one just after the write: its record is
+/// under the old marker, which no read after the loss finds in force.
+pub(super) static NOW: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SET @flakegen_now := {NOW_MS}, @flakegen_written := 0, @flakegen_stamp := {stamp}",
+        stamp = stamp!()
+    )
+});
 
 /// A renewal: the record at its version, under the marker it was written
-/// under, which is joined in as it is now (a current read).
-pub(super) const SWAP_UPDATE: &str = concat!(
-    "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
-     AND m.marker_ms = ? AND m.stamp = ",
-    stamp!(),
-    " SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
+/// under, which is joined in as it is now (a current read). After [`NOW`].
+pub(super) const SWAP_UPDATE: &str = "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
+     AND m.marker_ms = ? AND m.stamp = @flakegen_stamp \
+     SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
      l.expires_ms = ?, l.fence_ms = ? \
-     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms = m.marker_ms"
-);
+     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms = m.marker_ms";
 
 /// A record at its version written under another marker, taken under the
-/// one in force, whose high-water mark it raises in the same statement.
-pub(super) const SWAP_ADOPT: &str = concat!(
-    "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
-     AND m.marker_ms = ? AND m.stamp = ",
-    stamp!(),
-    " SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
+/// one in force, whose high-water mark it raises in the same statement:
+/// after [`SWAP_UPDATE`], when that wrote nothing (`@flakegen_written`).
+pub(super) const SWAP_ADOPT: &str = "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
+     AND m.marker_ms = ? AND m.stamp = @flakegen_stamp \
+     SET l.holder = NULLIF(?, ''), l.version = ?, l.marker_ms = m.marker_ms, \
      l.expires_ms = ?, l.fence_ms = ?, m.high_water = GREATEST(m.high_water, l.worker + 1) \
-     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms <> m.marker_ms"
-);
+     WHERE l.namespace = ? AND l.worker = ? AND l.version = ? AND l.marker_ms <> m.marker_ms \
+     AND @flakegen_written = 0";
 
 /// The high-water mark raised past a worker, under the marker in force:
 /// before a record is inserted, never after.
-pub(super) const RAISE: &str = concat!(
-    "UPDATE flakegen_namespaces SET high_water = GREATEST(high_water, ? + 1) \
-     WHERE namespace = ? AND marker_ms = ? AND stamp = ",
-    stamp!()
-);
+pub(super) const RAISE: &str = "UPDATE flakegen_namespaces SET high_water = GREATEST(high_water, ? + 1) \
+     WHERE namespace = ? AND marker_ms = ? AND stamp = @flakegen_stamp";
 
 /// A record where none is, under the marker in force.
-pub(super) const SWAP_INSERT: &str = concat!(
-    "INSERT INTO flakegen_leases \
+pub(super) const SWAP_INSERT: &str = "INSERT INTO flakegen_leases \
      (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
      SELECT ?, ?, NULLIF(?, ''), ?, m.marker_ms, ?, ? FROM flakegen_namespaces m \
-     WHERE m.namespace = ? AND m.marker_ms = ? AND m.stamp = ",
-    stamp!()
-);
+     WHERE m.namespace = ? AND m.marker_ms = ? AND m.stamp = @flakegen_stamp";
 
 /// Writes the namespace's marker where none is in force: the server's
 /// clock, rounded up, and later than one of another history it replaces,
