@@ -300,8 +300,7 @@ impl Registry for MysqlRegistry {
                             Value::Int(expected),
                         ];
                         // Not at that version under the marker: under another?
-                        // (After the first writes, the version is no longer
-                        // the one expected, and the second writes nothing.)
+                        // (SWAP_ADOPT runs only where SWAP_UPDATE wrote nothing.)
                         format!(
                             "{NOW}, @flakegen_ttl := {ttl}; {}; \
                              SET @flakegen_written := ROW_COUNT(); {}; \
