@@ -5,6 +5,7 @@ use core::fmt;
 use core::str::FromStr;
 use std::time::Duration;
 
+use crate::clock::units::Rfc3339;
 use crate::layout::{FieldOrder, Layout, LayoutError};
 
 /// The presets, by the names their text form uses.
@@ -52,40 +53,6 @@ impl Layout {
     /// ```
     pub fn rfc3339_of(&self, timestamp: u64) -> impl fmt::Display + fmt::Debug + use<> {
         Rfc3339(self.unix_millis_of(timestamp))
-    }
-}
-
-/// Milliseconds since 1970, shown as RFC 3339 in UTC.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Rfc3339(pub(crate) u64);
-
-impl fmt::Display for Rfc3339 {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (days, ms) = (self.0 / 86_400_000, self.0 % 86_400_000);
-        // Days since 1970 to a civil date (Howard Hinnant's algorithm), in
-        // 400-year eras from 0000-03-01.
-        let z = days + 719_468;
-        let era = z / 146_097;
-        let day_of_era = z % 146_097;
-        let year_of_era =
-            (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-        let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-        let month_from_march = (5 * day_of_year + 2) / 153;
-        let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
-        let month = if month_from_march < 10 {
-            month_from_march + 3
-        } else {
-            month_from_march - 9
-        };
-        let year = year_of_era + era * 400 + u64::from(month <= 2);
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-            ms / 3_600_000,
-            ms / 60_000 % 60,
-            ms / 1_000 % 60,
-            ms % 1_000
-        )
     }
 }
 

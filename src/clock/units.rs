@@ -5,8 +5,6 @@
 use core::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::layout_text::Rfc3339;
-
 pub(crate) const NANOS_PER_MILLI: u64 = 1_000_000;
 
 /// Whole nanoseconds in `d`, saturating.
@@ -49,6 +47,40 @@ pub(crate) fn unix_millis(time: SystemTime) -> u64 {
 pub(crate) fn lead_millis(to_millis: u64, from_millis: u64) -> i64 {
     let lead = i128::from(to_millis) - i128::from(from_millis);
     i64::try_from(lead).unwrap_or(if lead < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// Milliseconds since 1970, shown as RFC 3339 in UTC.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rfc3339(pub(crate) u64);
+
+impl fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (days, ms) = (self.0 / 86_400_000, self.0 % 86_400_000);
+        // Days since 1970 to a civil date (Howard Hinnant's algorithm), in
+        // 400-year eras from 0000-03-01.
+        let z = days + 719_468;
+        let era = z / 146_097;
+        let day_of_era = z % 146_097;
+        let year_of_era =
+            (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+        let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+        let month_from_march = (5 * day_of_year + 2) / 153;
+        let day = day_of_year - (153 * month_from_march + 2) / 5 + 1;
+        let month = if month_from_march < 10 {
+            month_from_march + 3
+        } else {
+            month_from_march - 9
+        };
+        let year = year_of_era + era * 400 + u64::from(month <= 2);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+            ms / 3_600_000,
+            ms / 60_000 % 60,
+            ms / 1_000 % 60,
+            ms % 1_000
+        )
+    }
 }
 
 /// An instant as a person reads it in a message: RFC 3339 in UTC to the

@@ -8,8 +8,8 @@ use core::fmt;
 use std::time::Duration;
 
 use crate::clock::units::Moment;
+use crate::clock::units::Rfc3339;
 use crate::id::IdError;
-use crate::layout_text::Rfc3339;
 
 /// Why an ID could not be issued: the only error of
 /// [`IdGenerator`](crate::IdGenerator)'s methods.
