@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::RoundTrips;
+use super::backend::connect::RoundTrips;
 use super::keeper::{open_room, reconnect_room};
 use super::settings::Lease;
 
