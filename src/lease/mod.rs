@@ -314,7 +314,7 @@
 //!
 //! | registry | build, new connection | build, warm | renewal | release | read |
 //! |---|---|---|---|---|---|
-//! | PostgreSQL | 12 | 3 | 1 | 1 | 2 |
+//! | PostgreSQL | 7 | 2 | 1 | 1 | 1 |
 //! | Redis | 3 | 2 | 1 | 1 | 1 |
 //! | MySQL or MariaDB | 9 | 3 | 1 | 1 | 2 |
 //! | etcd | 6 | 5 | 2 | 2 | 3 |

@@ -145,11 +145,11 @@ pub const REGISTRIES: &[RegistryKind] = &[
                       timeline (Lease::wait_out_rollbacks covers it); a machine's crash with \
                       fsync = off",
         round_trips: RoundTrips {
-            new_build: 12,
-            warm_build: 3,
+            new_build: 7,
+            warm_build: 2,
             renewal: 1,
             release: 1,
-            read: 2,
+            read: 1,
         },
         open: opener!("postgres", postgres::PostgresRegistry),
     },

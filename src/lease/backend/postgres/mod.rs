@@ -150,8 +150,14 @@ impl Registry for PostgresRegistry {
         let probed = request.probed();
         let (from, to) = (signed(probed.start), signed(probed.end));
         self.run_swap(|client, prepared| async move {
-            let head = client.query_one(&prepared.head, &[&namespace]).await?;
-            let marker: Option<i64> = head.try_get("marker_ms")?;
+            let rows = client
+                .query(&prepared.read, &[&namespace, &workers, &prefer, &from, &to])
+                .await?;
+            // One row at least: the head's, with no record where none was chosen.
+            let head = rows
+                .first()
+                .ok_or_else(|| self.corrupt("a read returned no row".into()))?;
+            let marker: Option<i64> = head.try_get("in_force")?;
             let marker_unix_millis = match marker {
                 Some(m) => {
                     Some(u64::try_from(m).map_err(|_| self.corrupt(format!("the marker is {m}")))?)
@@ -159,26 +165,12 @@ impl Registry for PostgresRegistry {
                 None => None,
             };
             let now: i64 = head.try_get("now_ms")?;
-            let high_water = self.unsigned(&head, "high_water")?;
-            let fresh = signed(high_water);
-            let rows = client
-                .query(
-                    &prepared.candidates,
-                    &[
-                        &namespace,
-                        &workers,
-                        &marker.unwrap_or(-1),
-                        &now,
-                        &prefer,
-                        &fresh,
-                        &from,
-                        &to,
-                    ],
-                )
-                .await?;
+            let high_water = self.unsigned(head, "high_water")?;
             let mut records = Vec::with_capacity(rows.len());
             for row in &rows {
-                records.push(self.record(row)?);
+                if row.try_get::<_, Option<i64>>("worker")?.is_some() {
+                    records.push(self.record(row)?);
+                }
             }
             Ok(Snapshot {
                 server_unix_millis: u64::try_from(now).unwrap_or(0),

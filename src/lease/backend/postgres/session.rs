@@ -10,7 +10,7 @@ use tokio_postgres::{Client, NoTls, Statement};
 
 use super::super::remote::{Connected, Failure, Remote};
 use super::PostgresRegistry;
-use super::statements::{CANDIDATES, HEAD, SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
+use super::statements::{READ, SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
 use crate::lease::backend::LeaseError;
 
 /// A connection, and whether it was made ready to lease on: the server
@@ -18,18 +18,16 @@ use crate::lease::backend::LeaseError;
 pub(super) struct Session {
     client: Arc<Client>,
     /// The storage steps' statements, prepared once the connection is
-    /// ready: a renewal, and each of a read's two queries, is one round
-    /// trip and no planning (a statement sent as text is parsed, described
-    /// and planned every time: twice the cost).
+    /// ready: a renewal, and a read, is one round trip and no planning (a
+    /// statement sent as text is parsed, described and planned every time:
+    /// twice the cost).
     swaps: Option<Arc<Swaps>>,
 }
 
 /// The storage steps' statements, prepared on one connection.
 pub(super) struct Swaps {
-    /// A read's clock, marker and high-water mark.
-    pub(super) head: Statement,
-    /// A read's records.
-    pub(super) candidates: Statement,
+    /// A read: the clock, the marker, the high-water mark and the records.
+    pub(super) read: Statement,
     /// At the record's version, under the marker it was written under.
     pub(super) update: Statement,
     /// At the record's version, written under another marker.
@@ -111,9 +109,6 @@ impl PostgresRegistry {
                     )
                 }
             };
-            // A renewal the server confirmed must outlive the server's
-            // crash, whatever the server's default for other sessions.
-            client.batch_execute(DURABLE_COMMITS).await?;
             Ok(Connected {
                 client: Session {
                     client: Arc::new(client),
@@ -137,50 +132,28 @@ impl PostgresRegistry {
     }
 }
 
-/// Makes the session's commits wait for the server's own disk where the
-/// server's default (`synchronous_commit = off`) would not. Any other value
-/// already does, and a stronger one (waiting for replicas) is kept.
-const DURABLE_COMMITS: &str = "SELECT set_config('synchronous_commit', 'local', false) \
-     WHERE current_setting('synchronous_commit') = 'off'";
+/// A new session's checks, in one query: whether the server is a standby
+/// (in recovery), and whether both tables are there. And it makes the
+/// session's commits wait for the server's own disk where the server's
+/// default (`synchronous_commit = off`) would not, since a renewal the
+/// server confirmed must outlive its crash; any other value already does,
+/// and a stronger one (waiting for replicas) is kept.
+const CHECKS: &str = "SELECT pg_is_in_recovery() AS standby, \
+     to_regclass('flakegen_leases') IS NOT NULL \
+       AND to_regclass('flakegen_namespaces') IS NOT NULL AS tables, \
+     (SELECT set_config('synchronous_commit', 'local', false) \
+       WHERE current_setting('synchronous_commit') = 'off') AS durable";
 
 /// Makes a connection ready to lease on: the server must be the primary,
 /// and the tables are created if they are missing (they say nothing of any
 /// namespace: each is marked on its first use). Then prepares the swaps.
+///
+/// One round trip where the tables are there, as they are but the first
+/// time: the checks and the statements go out together, pipelined.
 async fn prepare(client: &Client, address: &str) -> Result<Swaps, Failure<tokio_postgres::Error>> {
-    create(client, address).await?;
-    // Prepared together: the client pipelines them, one round trip for all.
-    let statements = all([
-        &*HEAD,
-        CANDIDATES,
-        &*SWAP_UPDATE,
-        &*SWAP_ADOPT,
-        &*SWAP_INSERT,
-    ]
-    .map(|sql| -> Pin<Box<dyn Future<Output = _> + Send + '_>> { Box::pin(client.prepare(sql)) }))
-    .await;
-    let mut prepared = Vec::with_capacity(statements.len());
-    for statement in statements {
-        prepared.push(statement?);
-    }
-    let [head, candidates, update, adopt, insert]: [Statement; 5] = prepared
-        .try_into()
-        .unwrap_or_else(|_| unreachable!("five statements prepared"));
-    Ok(Swaps {
-        head,
-        candidates,
-        update,
-        adopt,
-        insert,
-    })
-}
-
-/// [`prepare`]'s checks and tables.
-async fn create(client: &Client, address: &str) -> Result<(), Failure<tokio_postgres::Error>> {
-    let standby: bool = client
-        .query_one("SELECT pg_is_in_recovery()", &[])
-        .await?
-        .get(0);
-    if standby {
+    let (checks, swaps) = both(client.query_one(CHECKS, &[]), prepare_swaps(client)).await;
+    let checks = checks?;
+    if checks.try_get::<_, bool>("standby")? {
         // Its writes fail, and its timeline changes when it is promoted:
         // a session opened here is of no use to leasing.
         return Err(Failure::Lease(LeaseError::ReadOnly {
@@ -188,11 +161,40 @@ async fn create(client: &Client, address: &str) -> Result<(), Failure<tokio_post
             role: "a standby, in recovery".to_owned(),
         }));
     }
+    if checks.try_get::<_, bool>("tables")? {
+        return swaps;
+    }
+    // The statements could not be prepared without their tables.
+    create(client).await?;
+    prepare_swaps(client).await
+}
+
+/// The storage steps' statements, prepared together: the client pipelines
+/// them, one round trip for all.
+async fn prepare_swaps(client: &Client) -> Result<Swaps, Failure<tokio_postgres::Error>> {
+    let statements = all([&*READ, &*SWAP_UPDATE, &*SWAP_ADOPT, &*SWAP_INSERT].map(
+        |sql| -> Pin<Box<dyn Future<Output = _> + Send + '_>> { Box::pin(client.prepare(sql)) },
+    ))
+    .await;
+    let mut prepared = Vec::with_capacity(statements.len());
+    for statement in statements {
+        prepared.push(statement?);
+    }
+    let [read, update, adopt, insert]: [Statement; 4] = prepared
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("four statements prepared"));
+    Ok(Swaps {
+        read,
+        update,
+        adopt,
+        insert,
+    })
+}
+
+/// Creates the tables, under a lock, where no other client did meanwhile.
+async fn create(client: &Client) -> Result<(), Failure<tokio_postgres::Error>> {
     let present = "SELECT to_regclass('flakegen_leases') IS NOT NULL \
                    AND to_regclass('flakegen_namespaces') IS NOT NULL";
-    if client.query_one(present, &[]).await?.get::<_, bool>(0) {
-        return Ok(());
-    }
     client
         .batch_execute("BEGIN; SELECT pg_advisory_xact_lock(1593)")
         .await?;
@@ -211,6 +213,38 @@ async fn create(client: &Client, address: &str) -> Result<(), Failure<tokio_post
             Err(e.into())
         }
     }
+}
+
+/// Two futures polled together until both are done, so that a client that
+/// pipelines sends their requests in one round trip.
+async fn both<A, B>(
+    a: impl Future<Output = A> + Send,
+    b: impl Future<Output = B> + Send,
+) -> (A, B) {
+    let (mut a, mut b) = (std::pin::pin!(a), std::pin::pin!(b));
+    let (mut done_a, mut done_b) = (None, None);
+    std::future::poll_fn(|cx| {
+        if done_a.is_none() {
+            if let Poll::Ready(v) = a.as_mut().poll(cx) {
+                done_a = Some(v);
+            }
+        }
+        if done_b.is_none() {
+            if let Poll::Ready(v) = b.as_mut().poll(cx) {
+                done_b = Some(v);
+            }
+        }
+        if done_a.is_some() && done_b.is_some() {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    (
+        done_a.expect("polled to the end"),
+        done_b.expect("polled to the end"),
+    )
 }
 
 /// Every future of `futures` polled together until each is done: their

@@ -38,35 +38,36 @@ pub(super) static MARK_IN_FORCE: LazyLock<String> = LazyLock::new(|| {
     )
 });
 
-/// The server's clock, and the namespace `$1`'s marker in force and
-/// high-water mark (NULL and 0 where none is).
-pub(super) static HEAD: LazyLock<String> = LazyLock::new(|| {
+/// A read, in one statement and one snapshot: the server's clock, the
+/// namespace `$1`'s marker in force and high-water mark (NULL and 0 where
+/// none is), beside each record an acquisition chooses from (NULL where
+/// there is none): the free one with the earliest fence and a few expired
+/// ones under the marker (through the partial indexes), and those of the
+/// preferred id, the id at the high-water mark and the ids probed. `$2`
+/// workers, `$3` the preferred id, `$4` and `$5` the probe's first id and
+/// the id past its last.
+pub(super) static READ: LazyLock<String> = LazyLock::new(|| {
+    let columns =
+        "worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms";
+    let of_namespace = "FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2";
     format!(
-        "SELECT {NOW_MS} AS now_ms, m.marker_ms, coalesce(m.high_water, 0) AS high_water \
-         FROM (SELECT 1) one LEFT JOIN ({mark}) m ON true",
+        "WITH head AS (SELECT {NOW_MS} AS now_ms, m.marker_ms AS in_force, \
+           coalesce(m.high_water, 0) AS high_water \
+           FROM (SELECT 1) one LEFT JOIN ({mark}) m ON true) \
+         SELECT h.now_ms, h.in_force, h.high_water, c.* FROM head h LEFT JOIN LATERAL (\
+           (SELECT {columns} {of_namespace} AND holder IS NULL \
+              AND marker_ms = coalesce(h.in_force, -1) ORDER BY fence_ms, worker LIMIT 1) \
+           UNION ALL \
+           (SELECT {columns} {of_namespace} AND holder IS NOT NULL \
+              AND marker_ms = coalesce(h.in_force, -1) AND expires_ms <= h.now_ms \
+              ORDER BY expires_ms LIMIT 4) \
+           UNION ALL \
+           (SELECT {columns} {of_namespace} \
+              AND (worker IN ($3, h.high_water) OR (worker >= $4 AND worker < $5)))\
+         ) c ON true",
         mark = &*MARK_IN_FORCE,
     )
 });
-
-/// The records an acquisition chooses from: the free one with the earliest
-/// fence and a few expired ones under the marker (through the partial
-/// indexes), and those of the preferred id, the id at the high-water mark
-/// and the ids probed. `$1` namespace, `$2` workers, `$3` marker (-1: none),
-/// `$4` the server's now, `$5` the preferred id, `$6` the mark, `$7` and
-/// `$8` the probe's first id and the id past its last.
-pub(super) const CANDIDATES: &str = "\
-    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
-     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
-       AND holder IS NULL AND marker_ms = $3 ORDER BY fence_ms, worker LIMIT 1) \
-    UNION ALL \
-    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
-     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
-       AND holder IS NOT NULL AND marker_ms = $3 AND expires_ms <= $4 \
-     ORDER BY expires_ms LIMIT 4) \
-    UNION ALL \
-    (SELECT worker, coalesce(holder, '') AS holder, version, marker_ms, expires_ms, fence_ms \
-     FROM flakegen_leases WHERE namespace = $1 AND worker >= 0 AND worker < $2 \
-       AND (worker IN ($5, $6) OR (worker >= $7 AND worker < $8)))";
 
 /// A swap's new expiry: none for a free record (`$7` 0), else the server's
 /// clock plus the TTL.
