@@ -44,43 +44,64 @@ pub(crate) fn speaks(address: &str) -> Option<Speaks> {
     speaks_within(address, PROBE_TIME)
 }
 
-/// As [`speaks`], within `within`: a server a long round trip away answers
-/// the probe only after a few of them.
+/// PostgreSQL's SSLRequest: answered with one byte, `S` or `N`.
+const SSL_REQUEST: [u8; 8] = [0, 0, 0, 8, 4, 210, 22, 47];
+
+/// As [`speaks`], within `within`. Each question is asked once, on two
+/// connections at once, so that a server far away is known after one
+/// round trip (a probe that asked in turn would need three).
 pub(crate) fn speaks_within(address: &str, within: Duration) -> Option<Speaks> {
     let deadline = Instant::now() + within;
     let target = address.to_socket_addrs().ok()?.next()?;
-    let mut stream = TcpStream::connect_timeout(&target, within).ok()?;
-    let left = |deadline: Instant| {
-        deadline
-            .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
-    };
-    // A MySQL server speaks first: a packet whose payload starts with the
-    // protocol version, 10.
-    stream.set_read_timeout(Some(within / 3)).ok()?;
-    let mut greeting = [0u8; 5];
-    if let Ok(n) = stream.read(&mut greeting) {
-        if n == 5 && greeting[4] == 10 {
-            return Some(Speaks::Mysql);
-        }
+    // PostgreSQL closes on a line it cannot read without a word, and
+    // answers an SSLRequest on another connection: asked beside the line.
+    let ssl = std::thread::spawn(move || {
+        let mut stream = TcpStream::connect_timeout(&target, within).ok()?;
+        stream.write_all(&SSL_REQUEST).ok()?;
+        stream.set_read_timeout(left(deadline)).ok()?;
+        let mut answer = [0u8; 1];
+        (stream.read(&mut answer).ok()? == 1).then_some(answer[0])
+    });
+    let reply = line_reply(target, deadline);
+    match reply {
+        // Closed without a word: PostgreSQL, if it answered the SSLRequest.
+        Some(None) => match ssl.join().ok()?? {
+            b'S' | b'N' => Some(Speaks::Postgres),
+            _ => None,
+        },
+        Some(Some((reply, n))) => known_by(reply.get(..n)?),
+        None => None,
     }
+}
+
+/// What is left until `deadline`, if anything.
+fn left(deadline: Instant) -> Option<Duration> {
+    deadline
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
+}
+
+/// The first bytes the server sends on a connection where the client says
+/// `PING` at once (a MySQL server greets before it reads), `Some(None)` if
+/// it closed without a word, `None` if it said nothing by `deadline`.
+fn line_reply(target: std::net::SocketAddr, deadline: Instant) -> Option<Option<([u8; 8], usize)>> {
+    let mut stream = TcpStream::connect_timeout(&target, left(deadline)?).ok()?;
     stream.write_all(b"PING\r\n").ok()?;
     stream.set_read_timeout(left(deadline)).ok()?;
     let mut reply = [0u8; 8];
-    let n = stream.read(&mut reply).ok()?;
-    if n == 0 {
-        // Closed without a word: PostgreSQL does so to a start-up packet
-        // it cannot read. It answers an SSLRequest with one byte, S or N.
-        let mut stream = TcpStream::connect_timeout(&target, left(deadline)?).ok()?;
-        stream.write_all(&[0, 0, 0, 8, 4, 210, 22, 47]).ok()?;
-        stream.set_read_timeout(left(deadline)).ok()?;
-        let mut answer = [0u8; 1];
-        return match stream.read(&mut answer).ok()? {
-            1 if matches!(answer[0], b'S' | b'N') => Some(Speaks::Postgres),
-            _ => None,
-        };
+    match stream.read(&mut reply).ok()? {
+        0 => Some(None),
+        n => Some(Some((reply, n))),
     }
-    match reply.get(..n)? {
+}
+
+/// The server, known by the first bytes it sent.
+fn known_by(reply: &[u8]) -> Option<Speaks> {
+    match reply {
+        // A MySQL server's greeting: a packet of sequence number 0 whose
+        // payload starts with the protocol version, 10. Checked first: its
+        // length's first byte may be any of the bytes below.
+        [_, _, 0, 0, 10, ..] => Some(Speaks::Mysql),
         // Redis answers a command: +PONG, or an error (-NOAUTH ...).
         [b'+' | b'-', ..] => Some(Speaks::Redis),
         // PostgreSQL refuses a start-up packet of that length: 'E'.
@@ -99,13 +120,14 @@ mod tests {
     use std::net::TcpListener;
     use std::thread;
 
-    /// A server on a free port that answers as `answer` does.
+    /// A server on a free port that answers each connection as `answer`
+    /// does (a probe opens two at once).
     fn server(answer: fn(TcpStream)) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let address = listener.local_addr().unwrap().to_string();
         thread::spawn(move || {
-            if let Ok((stream, _)) = listener.accept() {
-                answer(stream);
+            for stream in listener.incoming().take(2).flatten() {
+                thread::spawn(move || answer(stream));
             }
         });
         address
@@ -131,17 +153,15 @@ mod tests {
         });
         assert_eq!(speaks(&postgres), Some(Speaks::Postgres));
         // A real PostgreSQL closes on the line without a word, and answers
-        // an SSLRequest on the next connection with one byte.
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let real = listener.local_addr().unwrap().to_string();
-        thread::spawn(move || {
-            let (first, _) = listener.accept().unwrap();
-            drop(first);
-            let (mut second, _) = listener.accept().unwrap();
-            let mut request = [0u8; 8];
-            let _ = second.read_exact(&mut request);
-            if request == [0, 0, 0, 8, 4, 210, 22, 47] {
-                let _ = second.write_all(b"N");
+        // an SSLRequest with one byte.
+        let real = server(|mut s| {
+            let mut request = [0u8; 6];
+            if s.read_exact(&mut request).is_ok() && request != *b"PING\r\n" {
+                let mut rest = [0u8; 2];
+                let _ = s.read_exact(&mut rest);
+                if [&request[..], &rest[..]].concat() == SSL_REQUEST {
+                    let _ = s.write_all(b"N");
+                }
             }
         });
         assert_eq!(speaks(&real), Some(Speaks::Postgres));
