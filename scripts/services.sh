@@ -10,7 +10,9 @@
 #   scripts/services.sh verbs [SERVICE]     # what each service offers
 #
 # The services: postgres, redis, mariadb, etcd, and the pairs postgres-pair,
-# redis-pair, mariadb-pair. Every one takes start, stop, restart, exports,
+# redis-pair, mariadb-pair; and toxiproxy, the network-fault proxy the
+# distance tests put in front of a registry (each test makes its own proxies
+# through its API). Every registry takes start, stop, restart, exports,
 # wipe [NAMESPACE [WORKER]] (everything of flakegen's, one namespace, one
 # record), plant-marker NAMESPACE MS (its marker replaced by one of another
 # history, dated MS) and pid-file; the pairs also primary, cut (the replica stops
@@ -37,7 +39,9 @@
 # (FLAKEGEN_PG_A_PORT and _B_, FLAKEGEN_REDIS_A_PORT and _B_, FLAKEGEN_MYSQL_A_PORT
 # and _B_), FLAKEGEN_ETCD_PORT (22379: member N's client port is that plus
 # 10 (N-1), its TLS port one more, its peer port two more), FLAKEGEN_KUBE_PORT
-# (26443) and FLAKEGEN_KUBE_ETCD_PORT (22479, its peer port one more). The defaults lie
+# (26443) and FLAKEGEN_KUBE_ETCD_PORT (22479, its peer port one more),
+# FLAKEGEN_TOXIPROXY_PORT (28474, its API), FLAKEGEN_TOOLS_DIR (where the
+# binaries built from the Go module proxy are kept). The defaults lie
 # below Linux's ephemeral ports, where a client reconnecting while its
 # server restarts could be given the server's own port.
 set -euo pipefail
@@ -45,12 +49,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/services" && pwd)
 # shellcheck source=services/common.sh
 . "$here/common.sh"
-for file in postgres redis mariadb etcd kubernetes; do
+for file in postgres redis mariadb etcd toxiproxy kubernetes; do
   # shellcheck disable=SC1090
   . "$here/$file.sh"
 done
 
-all="postgres redis mariadb postgres-pair redis-pair mariadb-pair etcd"
+all="postgres redis mariadb postgres-pair redis-pair mariadb-pair etcd toxiproxy"
 verb=${1:-}
 service=${2:-}
 
