@@ -1,8 +1,9 @@
 //! Leases across a real distance: every registry's own server reached
-//! through forwarders that delay every chunk by 150 ms each way (a round
-//! trip of 300 ms, as across continents). At the default terms a build
-//! succeeds, and a generator then issues for 12 s with no refusal. A
-//! registry that answers is never called unreachable because it is far.
+//! through toxiproxy, which delays every chunk each way with jitter, as a
+//! registry in another region is. A build succeeds at the default terms,
+//! issuing then costs no refusal, a connection reset costs none either,
+//! and a registry that answers is never called unreachable because it is
+//! far.
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
@@ -16,76 +17,127 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::forwarder::forwarded;
-use common::server::ALL;
+use common::server::{ALL, Server};
+use common::toxiproxy::{Proxy, at_distance};
 use flakegen::lease::{self, Lease};
 use flakegen::{Builder, IdGenerator, IssueError, Layout};
 
-/// Each way: a round trip of 300 ms.
-const ONE_WAY: Duration = Duration::from_millis(150);
+/// How long each registry issues, an ID a millisecond.
+const ISSUING: Duration = Duration::from_secs(30);
 
-fn namespace(server: &str) -> String {
+fn namespace(test: &str, server: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_nanos();
-    format!("distance-{server}-{}-{nanos}", std::process::id())
+    format!("distance-{test}-{server}-{}-{nanos}", std::process::id())
 }
 
-/// At a 300 ms round trip and the default terms, on every registry side by
-/// side: the build succeeds, and 12 s of issuing (an ID a millisecond)
-/// costs no refusal.
-#[test]
-fn a_registry_300_ms_away_builds_and_issues_without_a_refusal() {
-    // The namespaces made ready first, near: their marker's wait (12 s at
-    // the defaults) is not what this measures.
-    let namespaces: Vec<String> = ALL.iter().map(|s| namespace(s.name)).collect();
+/// On every registry side by side, `one_way` ± `jitter` away: its namespace
+/// made ready near (the marker's wait is not what this measures), a
+/// generator built there with the lease `terms` make of it, then `during`
+/// of issuing an ID a millisecond while `meanwhile` runs (on the proxies),
+/// with no refusal.
+fn issues_without_a_refusal(
+    test: &str,
+    one_way: Duration,
+    jitter: Duration,
+    terms: fn(Lease) -> Lease,
+    meanwhile: fn(&[Proxy]),
+) {
+    let namespaces: Vec<String> = ALL.iter().map(|s| namespace(test, s.name)).collect();
     let near: Vec<Lease> = ALL
         .iter()
         .zip(&namespaces)
-        .map(|(s, ns)| Lease::new(lease::connect(&s.url()).unwrap(), ns.as_str()))
+        .map(|(s, ns)| terms(Lease::new(lease::connect(&s.url()).unwrap(), ns.as_str())))
         .collect();
     common::ready(&near.iter().collect::<Vec<_>>());
     thread::scope(|scope| {
         for (server, ns) in ALL.iter().zip(&namespaces) {
-            scope.spawn(move || {
-                let (url, _forwarders) = forwarded(&server.url(), ONE_WAY);
-                let started = Instant::now();
-                let built = Builder::new()
-                    .layout(Layout::TWITTER)
-                    .lease(Lease::new(lease::connect(&url).unwrap(), ns.as_str()))
-                    .build_atomic();
-                let g = built.unwrap_or_else(|e| {
-                    panic!(
-                        "{}: a build 300 ms away failed after {:?}: {e}",
-                        server.name,
-                        started.elapsed()
-                    )
-                });
-                let took = started.elapsed();
-                let (mut issued, mut refused) = (0u64, 0u64);
-                let deadline = Instant::now() + Duration::from_secs(12);
-                while Instant::now() < deadline {
-                    match g.try_next_id() {
-                        Ok(_) => issued += 1,
-                        Err(IssueError::LeaseLost { .. }) => refused += 1,
-                        Err(e) => panic!("{}: {e}", server.name),
-                    }
-                    thread::sleep(Duration::from_millis(1));
-                }
-                println!(
-                    "{}: built 300 ms away in {took:?}; {issued} IDs in 12 s, {refused} refused",
-                    server.name
-                );
-                assert_eq!(
-                    refused,
-                    0,
-                    "{}: {refused} refusals 300 ms away ({:?})",
-                    server.name,
-                    g.lease()
-                );
-            });
+            scope.spawn(move || issue(test, server, ns, one_way, jitter, terms, meanwhile));
         }
+    });
+}
+
+fn issue(
+    test: &str,
+    server: &Server,
+    ns: &str,
+    one_way: Duration,
+    jitter: Duration,
+    terms: fn(Lease) -> Lease,
+    meanwhile: fn(&[Proxy]),
+) {
+    let (url, proxies) = at_distance(&server.url(), one_way, jitter);
+    let started = Instant::now();
+    let g = Builder::new()
+        .layout(Layout::TWITTER)
+        .lease(terms(Lease::new(lease::connect(&url).unwrap(), ns)))
+        .build_atomic()
+        .unwrap_or_else(|e| {
+            panic!(
+                "{test}/{}: a build {one_way:?} ± {jitter:?} away failed after {:?}: {e}",
+                server.name,
+                started.elapsed()
+            )
+        });
+    let took = started.elapsed();
+    let (mut issued, mut refused) = (0u64, 0u64);
+    thread::scope(|scope| {
+        let deadline = Instant::now() + ISSUING;
+        scope.spawn(|| meanwhile(&proxies));
+        while Instant::now() < deadline {
+            match g.try_next_id() {
+                Ok(_) => issued += 1,
+                Err(IssueError::LeaseLost { .. }) => refused += 1,
+                Err(e) => panic!("{test}/{}: {e}", server.name),
+            }
+            thread::sleep(Duration::from_millis(1));
+        }
+    });
+    println!(
+        "{test}/{}: built {one_way:?} ± {jitter:?} away in {took:?}; {issued} IDs in {ISSUING:?}, \
+         {refused} refused",
+        server.name
+    );
+    assert_eq!(
+        refused,
+        0,
+        "{test}/{}: {refused} refusals {one_way:?} away ({:?})",
+        server.name,
+        g.lease()
+    );
+}
+
+/// Three distances, side by side (each 30 s of issuing on every registry):
+///
+/// - across continents: 150 ms ± 30 ms each way (a round trip of 240 to
+///   360 ms) and the default terms;
+/// - in the next region: 50 ms ± 10 ms each way, and a TTL of 3 s, so a
+///   renewal has a second;
+/// - the same, with every connection cut three times, 8 s apart (each a
+///   burst of 100 ms in which whatever crosses a connection resets it,
+///   then every connection closed): the renewal after each cut opens a
+///   new connection, whose set-up fits the second a renewal has.
+#[test]
+fn at_a_distance_builds_succeed_and_issuing_costs_no_refusal() {
+    let short = |lease: Lease| lease.ttl(Duration::from_secs(3));
+    let ms = Duration::from_millis;
+    let no_fault: fn(&[Proxy]) = |_| {};
+    thread::scope(|scope| {
+        scope.spawn(|| issues_without_a_refusal("continents", ms(150), ms(30), |l| l, no_fault));
+        scope.spawn(|| issues_without_a_refusal("region", ms(50), ms(10), short, no_fault));
+        scope.spawn(|| {
+            issues_without_a_refusal("reset", ms(50), ms(10), short, |proxies| {
+                for _ in 0..3 {
+                    thread::sleep(Duration::from_secs(8));
+                    for proxy in proxies {
+                        proxy.reset_for(Duration::from_millis(100));
+                        proxy.cut_connections();
+                    }
+                }
+            })
+        });
     });
 }
 
@@ -99,18 +151,11 @@ const TOO_FAR: Duration = Duration::from_millis(500);
 
 /// A registry too far for its lease's terms (a round trip of 1 s, a TTL of
 /// 3 s, so 3 s to set a connection up) is said to answer too slowly, with
-/// what to raise; a port that accepts and never answers is said to be
-/// unreachable. The two are told apart by asking the port whether the
-/// right server answers there.
+/// what to raise; the same registry behind a peer that accepts and never
+/// answers (toxiproxy's `timeout`) is said to be unreachable. The two are
+/// told apart by asking the port whether the right server answers there.
 #[test]
 fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let silent_port = silent.local_addr().unwrap().port();
-    let keep = thread::spawn(move || {
-        // Accepts, and says nothing, until the test ends.
-        let held: Vec<_> = silent.incoming().take(8).collect();
-        drop(held);
-    });
     let build = |url: &str| {
         Builder::new()
             .layout(Layout::TWITTER)
@@ -132,10 +177,7 @@ fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
         // take longer than the 3 s bound at this distance.
         let kind = lease::REGISTRIES
             .iter()
-            .find(|k| {
-                k.schemes
-                    .contains(&server.url().split_once("://").unwrap().0)
-            })
+            .find(|k| k.feature == server.name)
             .unwrap();
         let set_up = kind.round_trips.new_build - kind.round_trips.warm_build;
         assert!(
@@ -143,7 +185,7 @@ fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
             "{}",
             server.name
         );
-        let (url, _forwarders) = forwarded(&server.url(), TOO_FAR);
+        let (url, _proxies) = at_distance(&server.url(), TOO_FAR, Duration::ZERO);
         let said = build(&url);
         assert!(
             said.contains("answers, but setting up a connection took longer than the 3s allowed")
@@ -151,11 +193,10 @@ fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
             "{}: {said}",
             server.name
         );
-        let url = server.url();
-        let (scheme, rest) = url.split_once("://").unwrap();
-        let (userinfo, rest) = rest.rsplit_once('@').unwrap();
-        let path = rest.split_once('/').map_or("", |(_, p)| p);
-        let gone = format!("{scheme}://{userinfo}@127.0.0.1:{silent_port}/{path}");
+        let (gone, proxies) = at_distance(&server.url(), Duration::ZERO, Duration::ZERO);
+        for proxy in &proxies {
+            proxy.add("timeout", None, serde_json::json!({"timeout": 0}));
+        }
         let said = build(&gone);
         assert!(
             said.contains("unreachable (no answer within 3s)"),
@@ -163,5 +204,4 @@ fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
             server.name
         );
     }
-    drop(keep);
 }

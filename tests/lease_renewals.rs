@@ -60,7 +60,7 @@ fn namespaces_ready() -> Vec<String> {
 #[test]
 fn a_connection_that_dies_silently_costs_no_refusal() {
     for (server, ns) in ALL.iter().zip(namespaces_ready()) {
-        let (url, forwarders) = forwarded(&server.url(), Duration::ZERO);
+        let (url, forwarders) = forwarded(&server.url());
         let registry = lease::connect(&url).unwrap();
         let g = Builder::new()
             .layout(Layout::TWITTER)
@@ -124,7 +124,7 @@ fn a_connection_that_dies_silently_costs_no_refusal() {
 #[test]
 fn a_build_on_a_connection_that_died_silently_leases_on_a_new_one() {
     for (server, ns) in ALL.iter().zip(namespaces_ready()) {
-        let (url, forwarders) = forwarded(&server.url(), Duration::ZERO);
+        let (url, forwarders) = forwarded(&server.url());
         let registry = lease::connect(&url).unwrap();
         let lease = Lease::new(registry, &ns).ttl(TTL).skew(SKEW);
         let first = Builder::new()

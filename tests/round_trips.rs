@@ -84,7 +84,7 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
                         .find(|kind| kind.feature == server.name)
                         .unwrap_or_else(|| panic!("no registry kind for {}", server.name))
                         .round_trips;
-                    let (url, forwarders) = forwarded(&server.url(), Duration::ZERO);
+                    let (url, forwarders) = forwarded(&server.url());
                     let registry: Arc<dyn Registry> = lease::connect(&url).unwrap();
                     let first = build(&registry, ns);
                     let new_build = now(&forwarders);

@@ -11,11 +11,11 @@
 //! the marker away, one changes Redis' eviction policy and one MariaDB's
 //! log flushing, so the tests of this file run one at a time.
 
-// The root crate's test forwarder: a registry reached through a delay.
-#[allow(dead_code, unreachable_pub)]
-#[path = "../../tests/common/forwarder.rs"]
-mod forwarder;
+// The root crate's toxiproxy client: a registry reached through a delay.
 mod raw_times;
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/common/toxiproxy.rs"]
+mod toxiproxy;
 
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -919,7 +919,8 @@ fn the_check_refuses_terms_that_generators_refuse() {
 fn a_far_registry_is_measured_and_tight_terms_are_warned_of() {
     let _serial = serial();
     for backend in registries() {
-        let (far, _forwarders) = forwarder::forwarded(&url(backend), Duration::from_millis(50));
+        let (far, _proxies) =
+            toxiproxy::at_distance(&url(backend), Duration::from_millis(50), Duration::ZERO);
         let out = flakegen(&[
             "leases",
             "check",

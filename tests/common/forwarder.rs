@@ -9,8 +9,8 @@ use std::thread;
 use std::time::Duration;
 
 /// `url` through forwarders, one per host it names (each member of an etcd
-/// cluster), each delaying every chunk by `one_way` each way (zero: none).
-pub fn forwarded(url: &str, one_way: Duration) -> (String, Vec<Forwarder>) {
+/// cluster). A registry at a distance is toxiproxy's (`toxiproxy.rs`).
+pub fn forwarded(url: &str) -> (String, Vec<Forwarder>) {
     let (scheme, rest) = url.split_once("://").unwrap();
     let (userinfo, rest) = rest.rsplit_once('@').unwrap();
     let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
@@ -19,7 +19,6 @@ pub fn forwarded(url: &str, one_way: Duration) -> (String, Vec<Forwarder>) {
     for host in hosts.split(',') {
         let target = host.to_socket_addrs().unwrap().next().unwrap();
         let forwarder = Forwarder::new(target);
-        forwarder.delay(one_way);
         through.push(format!("127.0.0.1:{}", forwarder.port()));
         forwarders.push(forwarder);
     }
@@ -40,8 +39,6 @@ struct Shared {
     open: Mutex<Vec<(TcpStream, Arc<AtomicBool>)>>,
     /// New connections wait until then before they reach the target.
     hold_until: Mutex<Option<std::time::Instant>>,
-    /// How long each chunk takes, each way: a registry that far away.
-    delay: Mutex<Duration>,
     /// Connections forwarded, and round trips answered on them: each time
     /// the server speaks after the client spoke, however many chunks
     /// either sent (pipelined requests answered together count once).
@@ -63,7 +60,6 @@ impl Forwarder {
             target: Mutex::new(target),
             open: Mutex::new(Vec::new()),
             hold_until: Mutex::new(None),
-            delay: Mutex::new(Duration::ZERO),
             connections: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -94,13 +90,6 @@ impl Forwarder {
         for (stream, _) in lock(&self.shared.open).drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
-    }
-
-    /// From now on, every chunk of every connection opened after this
-    /// arrives `one_way` after it was sent, each way, in order: a registry
-    /// a round trip of twice that away. Bandwidth is not limited.
-    pub fn delay(&self, one_way: Duration) {
-        *lock(&self.shared.delay) = one_way;
     }
 
     /// Connections forwarded so far, and round trips answered on them:
@@ -168,16 +157,15 @@ fn forward(client: TcpStream, shared: &Shared) {
         return;
     };
     let upstream_dead = Arc::clone(&dead);
-    let delay = *lock(&shared.delay);
     // Whether the client spoke since the server last did.
     let asked = Arc::new(AtomicBool::new(false));
     let asking = Arc::clone(&asked);
     let upstream = thread::spawn(move || {
-        pipe(client_in, server_out, &upstream_dead, delay, &|| {
+        pipe(client_in, server_out, &upstream_dead, &|| {
             asking.store(true, Ordering::SeqCst)
         })
     });
-    pipe(server, client, &dead, delay, &|| {
+    pipe(server, client, &dead, &|| {
         if asked.swap(false, Ordering::SeqCst) {
             shared.round_trips.fetch_add(1, Ordering::SeqCst);
         }
@@ -186,27 +174,8 @@ fn forward(client: TcpStream, shared: &Shared) {
 }
 
 /// Copies `from` to `to` until either closes; once `dead`, what is read
-/// goes nowhere. With a `delay`, each chunk is written that long after it
-/// was read, by a thread of its own, so that reading goes on meanwhile.
-/// `read` is told of each chunk as it is read.
-fn pipe(mut from: TcpStream, to: TcpStream, dead: &AtomicBool, delay: Duration, read: &dyn Fn()) {
-    let (send, delivered) = std::sync::mpsc::channel::<(std::time::Instant, Vec<u8>)>();
-    let writer = {
-        let mut to = to.try_clone().expect("a socket's clone");
-        thread::spawn(move || {
-            for (read_at, chunk) in delivered {
-                if let Some(left) =
-                    (read_at + delay).checked_duration_since(std::time::Instant::now())
-                {
-                    thread::sleep(left);
-                }
-                if to.write_all(&chunk).is_err() {
-                    break;
-                }
-            }
-            let _ = to.shutdown(Shutdown::Both);
-        })
-    };
+/// goes nowhere. `read` is told of each chunk as it is read.
+fn pipe(mut from: TcpStream, mut to: TcpStream, dead: &AtomicBool, read: &dyn Fn()) {
     let mut buffer = [0u8; 16 * 1024];
     loop {
         match from.read(&mut buffer) {
@@ -214,17 +183,12 @@ fn pipe(mut from: TcpStream, to: TcpStream, dead: &AtomicBool, delay: Duration, 
             Ok(_) if dead.load(Ordering::Relaxed) => {}
             Ok(n) => {
                 read();
-                if send
-                    .send((std::time::Instant::now(), buffer[..n].to_vec()))
-                    .is_err()
-                {
+                if to.write_all(&buffer[..n]).is_err() {
                     break;
                 }
             }
         }
     }
-    drop(send);
-    let _ = writer.join();
     let _ = to.shutdown(Shutdown::Both);
     let _ = from.shutdown(Shutdown::Both);
 }

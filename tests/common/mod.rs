@@ -19,6 +19,8 @@ pub mod redis;
 pub mod replicated;
 #[cfg(feature = "remote")]
 pub mod server;
+#[cfg(feature = "remote")]
+pub mod toxiproxy;
 
 use std::time::Duration;
 
