@@ -136,7 +136,7 @@ pub(crate) fn randomized(target: Target, seed: u64, duration: Duration) {
             .collect();
         let pick = live[random.between(0, live.len() as u64) as usize];
         let start_ns = now();
-        let choice = random.between(0, 10);
+        let choice = random.between(0, 11);
         if choice == 0 {
             // Often past the TTL, so the id is taken meanwhile.
             let pause = Duration::from_millis(random.between(300, 2_500));
@@ -186,6 +186,21 @@ pub(crate) fn randomized(target: Target, seed: u64, duration: Duration) {
                     loss: false,
                 });
                 ("holder displaced, then a loss", None, true, None)
+            }
+            10 => {
+                // The registry far away for a while (20 to 150 ms each way,
+                // with a fifth of that in jitter), then near again: a
+                // route changed, a link congested.
+                let one_way = Duration::from_millis(random.between(20, 150));
+                let during = Duration::from_millis(random.between(500, 3_000));
+                for proxy in &scenario.network {
+                    proxy.latency(one_way, one_way / 5);
+                }
+                thread::sleep(during);
+                for proxy in &scenario.network {
+                    proxy.remove("latency");
+                }
+                ("latency", None, false, None)
             }
             9 => {
                 // Deleted by hand: everything of flakegen's, the healing

@@ -12,8 +12,10 @@
 //! keeps every commit, Redis nothing), `TRUNCATE` bursts on PostgreSQL and
 //! MariaDB (a loss), failovers to a replica that missed the last renewals
 //! (the primary dies, the replica is promoted, clients follow through a
-//! forwarder), and on MariaDB master-master flips (the writable side turns
-//! read-only and the other takes writes, at times after missing renewals).
+//! forwarder), on MariaDB master-master flips (the writable side turns
+//! read-only and the other takes writes, at times after missing renewals),
+//! and latency: for a few seconds the registry is 20 to 150 ms away each
+//! way, with jitter (the helpers reach it through toxiproxy).
 //! The registry is each backend's replicated pair from
 //! `scripts/services.sh`; after each failover the old primary is rebuilt as
 //! the new one's replica. At the end, one merged check of every ID, per

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use flakegen::{Layout, Snowflake};
 
 use crate::checks::{check, heal_check, refusals};
+use crate::common::toxiproxy::{Proxy, at_distance};
 use crate::faults::{Target, layout, terms};
 use crate::helper::Orders;
 
@@ -53,6 +54,10 @@ pub(crate) struct Fault {
 
 pub(crate) struct Scenario {
     pub(crate) target: Target,
+    /// The helpers reach the target through these (toxiproxy's, one per
+    /// host of its URL), where the network's faults are made.
+    pub(crate) network: Vec<Proxy>,
+    network_url: String,
     pub(crate) stamp: String,
     pub(crate) dir: PathBuf,
     pub(crate) worker_bits: u32,
@@ -65,8 +70,11 @@ impl Scenario {
         let stamp = format!("{}-{nanos}", std::process::id());
         let dir = std::env::temp_dir().join(format!("flakegen-faults-{stamp}"));
         fs::create_dir_all(&dir).unwrap();
+        let (network_url, network) = at_distance(&target.url(), Duration::ZERO, Duration::ZERO);
         Scenario {
             target,
+            network,
+            network_url,
             stamp,
             dir,
             worker_bits,
@@ -86,7 +94,7 @@ impl Scenario {
         let log = fs::File::create(self.dir.join(format!("{index}.log"))).unwrap();
         let (ttl_ms, skew_ms) = terms(&self.target);
         let orders = Orders {
-            url: self.target.url(),
+            url: self.network_url.clone(),
             namespace: self.namespace(group),
             worker_bits: self.worker_bits,
             duration_ms,
