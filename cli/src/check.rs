@@ -379,6 +379,21 @@ fn distance(args: &Args, lease: &Lease, registry: &Arc<dyn Registry>, findings: 
             ),
         );
     }
+    if at.renewal > at.call_room {
+        findings.add(
+            Level::Warn,
+            "distance",
+            format!(
+                "a renewal takes about {:.0} ms here, past the {:.0} ms its call may wait on \
+                 an open connection (Lease::call_timeout, a fifth of the TTL, {} ms, unless \
+                 set): every renewal would be taken for a dead connection and made again; \
+                 raise the TTL",
+                ms(at.renewal),
+                ms(at.call_room),
+                args.ttl_ms
+            ),
+        );
+    }
     if at.reconnecting_renewal > at.renewal_room {
         findings.add(
             Level::Warn,

@@ -956,3 +956,31 @@ fn a_far_registry_is_measured_and_tight_terms_are_warned_of() {
         }
     }
 }
+
+/// `leases check` of a Redis 350 ms away each way, at a TTL of 3 s, warns
+/// that a renewal's one round trip (700 ms at least) outlasts the 600 ms
+/// its call may wait on an open connection: every renewal would be taken
+/// for a dead connection. Redis, whose other steps are few round trips, so
+/// that this warning is the one that must come.
+#[test]
+fn a_renewal_slower_than_its_call_bound_is_warned_of() {
+    let _serial = serial();
+    let (far, _proxies) =
+        toxiproxy::at_distance(&url("redis"), Duration::from_millis(350), Duration::ZERO);
+    let out = flakegen(&[
+        "leases",
+        "check",
+        &far,
+        "--ttl-ms",
+        "3000",
+        "--skew-ms",
+        "500",
+    ]);
+    let text = said(&out);
+    assert!(
+        lines_on(&text, "distance")
+            .iter()
+            .any(|l| l.starts_with("warn") && l.contains("its call may wait on an open connection")),
+        "no warning of a renewal slower than its call's bound: {text}"
+    );
+}

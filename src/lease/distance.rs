@@ -24,6 +24,10 @@ pub struct Distance {
     pub build_room: Duration,
     /// A renewal on an open connection.
     pub renewal: Duration,
+    /// How long a renewal's call on an open connection may wait for its
+    /// answer before the connection is taken for dead
+    /// ([`Lease::call_timeout`]).
+    pub call_room: Duration,
     /// A renewal whose open connection died: a new connection's set-up,
     /// then the renewal.
     pub reconnecting_renewal: Duration,
@@ -34,10 +38,12 @@ pub struct Distance {
 }
 
 impl Distance {
-    /// Whether a build on a new connection, and a renewal that must
-    /// reconnect, each fit the time the lease gives them.
+    /// Whether a build on a new connection, a renewal, and a renewal that
+    /// must reconnect, each fit the time the lease gives them.
     pub fn fits(&self) -> bool {
-        self.build <= self.build_room && self.reconnecting_renewal <= self.renewal_room
+        self.build <= self.build_room
+            && self.renewal <= self.call_room
+            && self.reconnecting_renewal <= self.renewal_room
     }
 }
 
@@ -71,6 +77,7 @@ impl Lease {
             build: rtt * round_trips.new_build,
             build_room: open_room(ttl),
             renewal: rtt * round_trips.renewal,
+            call_room: self.call_bound(),
             reconnecting_renewal: rtt * round_trips.reconnecting_renewal(),
             renewal_room: reconnect_room(ttl, self.renewal_interval()),
         }
@@ -106,5 +113,26 @@ mod tests {
         // 3 s gives it.
         let farther = lease.at_distance(Duration::from_millis(300), TRIPS);
         assert!(farther.build > farther.build_room, "{farther:?}");
+    }
+
+    #[test]
+    fn a_renewal_slower_than_its_call_bound_does_not_fit() {
+        // The defaults: a TTL of 10 s, so a renewal's call may wait a fifth
+        // of it, 2 s, and a reconnecting renewal has 3.3 s of room.
+        let lease = Lease::new(MemoryRegistry::new(), "far");
+        let one = RoundTrips {
+            new_build: 1,
+            warm_build: 1,
+            ..TRIPS
+        };
+        let at = lease.at_distance(Duration::from_millis(2_500), one);
+        assert_eq!(at.call_room, Duration::from_secs(2));
+        // Only the renewal's call misses its bound.
+        assert!(at.build <= at.build_room && at.reconnecting_renewal <= at.renewal_room);
+        assert!(!at.fits(), "{at:?}");
+        let longer = lease
+            .call_timeout(Duration::from_secs(3))
+            .at_distance(Duration::from_millis(2_500), one);
+        assert!(longer.fits(), "{longer:?}");
     }
 }

@@ -189,6 +189,14 @@ impl Lease {
         self
     }
 
+    /// [`call_timeout`](Self::call_timeout) as it is in force: a fifth of
+    /// the TTL unless set, at most [`Lease::DEFAULT_TIMEOUT`].
+    pub(crate) fn call_bound(&self) -> Duration {
+        self.call_timeout
+            .unwrap_or(self.ttl / 5)
+            .min(super::backend::DEFAULT_TIMEOUT)
+    }
+
     /// Whether every grant waits out the TTL and the skew allowance after the
     /// registry was read, whatever the id's record says. Default: `false`.
     ///
@@ -354,6 +362,7 @@ impl Lease {
     ) -> Result<Pending, Refused> {
         let renew_every = self.check(&layout, max_lead)?;
         let start_wait = self.start_wait();
+        let call_timeout = self.call_bound();
         let shared = Arc::new(Shared::new(
             self.namespace,
             (self.ttl, self.release_wait),
@@ -369,10 +378,7 @@ impl Lease {
             quiet_when_lost: QUIET_WHEN_LOST,
             reacquire: self.reacquire,
             wait_out_rollbacks: self.wait_out_rollbacks,
-            call_timeout: self
-                .call_timeout
-                .unwrap_or(self.ttl / 5)
-                .min(super::backend::DEFAULT_TIMEOUT),
+            call_timeout,
         };
         let on_thread = Arc::clone(&shared);
         // Events go where the builder's events go, as with a task it spawned.
