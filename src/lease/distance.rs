@@ -89,6 +89,47 @@ mod tests {
     use super::*;
     use crate::lease::MemoryRegistry;
 
+    /// The longest round trip, in whole ms, at which a registry whose
+    /// steps cost `trips` fits `lease`'s terms.
+    fn farthest(lease: &Lease, trips: RoundTrips) -> u64 {
+        let (mut near, mut far) = (0u64, 60_000u64);
+        while near + 1 < far {
+            let mid = (near + far) / 2;
+            if lease.at_distance(Duration::from_millis(mid), trips).fits() {
+                near = mid;
+            } else {
+                far = mid;
+            }
+        }
+        near
+    }
+
+    /// The lease docs' table of the farthest registry each TTL fits is
+    /// this reckoning's, row by row.
+    #[test]
+    fn the_lease_docs_say_how_far_each_ttl_reaches() {
+        let docs = include_str!("mod.rs");
+        let mut missing = Vec::new();
+        for kind in crate::lease::REGISTRIES {
+            let reach = [3, 10, 30].map(|s| {
+                let lease = Lease::new(MemoryRegistry::new(), "far").ttl(Duration::from_secs(s));
+                farthest(&lease, kind.round_trips)
+            });
+            let row = format!(
+                "//! | {} | {} ms | {} ms | {} ms |",
+                kind.name, reach[0], reach[1], reach[2]
+            );
+            if !docs.contains(&row) {
+                missing.push(row);
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "the lease docs lack the rows\n{}",
+            missing.join("\n")
+        );
+    }
+
     const TRIPS: RoundTrips = RoundTrips {
         new_build: 12,
         warm_build: 3,
