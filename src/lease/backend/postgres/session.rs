@@ -22,6 +22,9 @@ pub(super) struct Session {
     /// statement sent as text is parsed, described and planned every time:
     /// twice the cost).
     swaps: Option<Arc<Swaps>>,
+    /// Whether its commits were made durable ([`durable!`]): with the
+    /// swaps, or by a look.
+    durable: bool,
 }
 
 /// The storage steps' statements, prepared on one connection.
@@ -113,6 +116,7 @@ impl PostgresRegistry {
                 client: Session {
                     client: Arc::new(client),
                     swaps: None,
+                    durable: false,
                 },
                 driver: Some(driver),
             })
@@ -121,8 +125,17 @@ impl PostgresRegistry {
         let result = self.remote.run(open, |mut session| async move {
             if ready && session.swaps.is_none() {
                 match prepare(&session.client, address).await {
-                    Ok(swaps) => session.swaps = Some(Arc::new(swaps)),
+                    Ok(swaps) => {
+                        session.swaps = Some(Arc::new(swaps));
+                        session.durable = true;
+                    }
                     Err(e) => return (session, Err(e)),
+                }
+            }
+            if !session.durable {
+                match session.client.batch_execute(DURABLE).await {
+                    Ok(()) => session.durable = true,
+                    Err(e) => return (session, Err(e.into())),
                 }
             }
             let call = call(Arc::clone(&session.client), session.swaps.clone());
@@ -132,17 +145,30 @@ impl PostgresRegistry {
     }
 }
 
+/// Makes the session's commits wait for the server's own disk where the
+/// server's default (`synchronous_commit = off`) would not, since a renewal
+/// the server confirmed must outlive its crash; any other value already
+/// does, and a stronger one (waiting for replicas) is kept.
+macro_rules! durable {
+    () => {
+        "(SELECT set_config('synchronous_commit', 'local', false) \
+          WHERE current_setting('synchronous_commit') = 'off')"
+    };
+}
+
+/// [`durable!`] alone: for a session that only looks, so that what it
+/// reports of the commits is what a leasing session's are.
+const DURABLE: &str = concat!("SELECT ", durable!());
+
 /// A new session's checks, in one query: whether the server is a standby
-/// (in recovery), and whether both tables are there. And it makes the
-/// session's commits wait for the server's own disk where the server's
-/// default (`synchronous_commit = off`) would not, since a renewal the
-/// server confirmed must outlive its crash; any other value already does,
-/// and a stronger one (waiting for replicas) is kept.
-const CHECKS: &str = "SELECT pg_is_in_recovery() AS standby, \
+/// (in recovery), and whether both tables are there; and [`durable!`].
+const CHECKS: &str = concat!(
+    "SELECT pg_is_in_recovery() AS standby, \
      to_regclass('flakegen_leases') IS NOT NULL \
-       AND to_regclass('flakegen_namespaces') IS NOT NULL AS tables, \
-     (SELECT set_config('synchronous_commit', 'local', false) \
-       WHERE current_setting('synchronous_commit') = 'off') AS durable";
+       AND to_regclass('flakegen_namespaces') IS NOT NULL AS tables, ",
+    durable!(),
+    " AS durable"
+);
 
 /// Makes a connection ready to lease on: the server must be the primary,
 /// and the tables are created if they are missing (they say nothing of any
