@@ -36,8 +36,9 @@ impl Drop for Driver {
 pub(crate) enum Failure<E> {
     /// The client's error; the connection may be broken.
     Client(E),
-    /// No answer within the timeout.
-    TimedOut(Duration),
+    /// No answer within the timeout; `open`, on a connection already open
+    /// (one that may have died, or a registry slower than the bound).
+    TimedOut { after: Duration, open: bool },
     /// The server answers at its address, but setting up a connection took
     /// longer than the timeout: slow, or far, not gone.
     TooSlow(Duration),
@@ -54,9 +55,17 @@ impl<E> Failure<E> {
     ) -> LeaseError {
         match self {
             Failure::Client(e) => client(e),
-            Failure::TimedOut(after) => LeaseError::Unreachable {
+            Failure::TimedOut { after, open: false } => LeaseError::Unreachable {
                 address: address.to_owned(),
                 source: said(format!("no answer within {after:?}")),
+            },
+            Failure::TimedOut { after, open: true } => LeaseError::Unreachable {
+                address: address.to_owned(),
+                source: said(format!(
+                    "no answer within {after:?} on a connection already open: it died, or \
+                     the registry answers slower than that (then raise Lease::call_timeout, \
+                     or the TTL); the next call opens a new connection"
+                )),
             },
             Failure::TooSlow(allowed) => LeaseError::TooSlow {
                 address: address.to_owned(),
@@ -231,7 +240,10 @@ impl<C: Send> Remote<C> {
                 if answers {
                     Err(Failure::TooSlow(timeout))
                 } else {
-                    Err(Failure::TimedOut(timeout))
+                    Err(Failure::TimedOut {
+                        after: timeout,
+                        open: !opening,
+                    })
                 }
             }
         }
@@ -292,5 +304,34 @@ impl<C> Drop for Remote<C> {
             // is dropped from a task). Nothing here needs waiting for.
             runtime.shutdown_background();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that timed out on a connection already open may have met a
+    /// slow registry, not a gone one: the error says both, and what to
+    /// raise; one that could not even set a connection up says only that.
+    #[test]
+    fn a_timeout_on_an_open_connection_is_not_said_to_be_a_registry_gone() {
+        let said = |open| {
+            Failure::<()>::TimedOut {
+                after: Duration::from_millis(75),
+                open,
+            }
+            .into_lease("127.0.0.1:6379", |()| unreachable!())
+            .to_string()
+        };
+        let open = said(true);
+        assert!(
+            open.contains("on a connection already open")
+                && open.contains("raise Lease::call_timeout"),
+            "{open}"
+        );
+        let new = said(false);
+        assert!(new.contains("no answer within 75ms"), "{new}");
+        assert!(!new.contains("already open"), "{new}");
     }
 }

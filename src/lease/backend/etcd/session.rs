@@ -32,13 +32,13 @@ impl EtcdRegistry {
         let result = self.remote.run(open, call);
         if matches!(
             result,
-            Err(Failure::Client(_) | Failure::TimedOut(_) | Failure::TooSlow(_))
+            Err(Failure::Client(_) | Failure::TimedOut { .. } | Failure::TooSlow(_))
         ) {
             // The next call starts at the next member.
             self.next.fetch_add(1, Ordering::Relaxed);
         }
         let timed_out = match &result {
-            Err(Failure::TimedOut(_) | Failure::TooSlow(_)) => true,
+            Err(Failure::TimedOut { .. } | Failure::TooSlow(_)) => true,
             Err(Failure::Client(gateway::Error::Io(e))) => e.kind() == std::io::ErrorKind::TimedOut,
             Err(Failure::Client(gateway::Error::Unanswered)) => true,
             _ => false,
