@@ -55,17 +55,21 @@ pub(crate) fn speaks_within(address: &str, within: Duration) -> Option<Speaks> {
     let target = address.to_socket_addrs().ok()?.next()?;
     // PostgreSQL closes on a line it cannot read without a word, and
     // answers an SSLRequest on another connection: asked beside the line.
-    let ssl = std::thread::spawn(move || {
-        let mut stream = TcpStream::connect_timeout(&target, within).ok()?;
-        stream.write_all(&SSL_REQUEST).ok()?;
-        stream.set_read_timeout(left(deadline)).ok()?;
-        let mut answer = [0u8; 1];
-        (stream.read(&mut answer).ok()? == 1).then_some(answer[0])
-    });
+    // A thread that cannot be had leaves that question unasked.
+    let ssl = std::thread::Builder::new()
+        .name("flakegen-probe".into())
+        .spawn(move || {
+            let mut stream = TcpStream::connect_timeout(&target, within).ok()?;
+            stream.write_all(&SSL_REQUEST).ok()?;
+            stream.set_read_timeout(left(deadline)).ok()?;
+            let mut answer = [0u8; 1];
+            (stream.read(&mut answer).ok()? == 1).then_some(answer[0])
+        })
+        .ok();
     let reply = line_reply(target, deadline);
     match reply {
         // Closed without a word: PostgreSQL, if it answered the SSLRequest.
-        Some(None) => match ssl.join().ok()?? {
+        Some(None) => match ssl?.join().ok()?? {
             b'S' | b'N' => Some(Speaks::Postgres),
             _ => None,
         },
