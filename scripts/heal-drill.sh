@@ -12,6 +12,10 @@
 # Short terms (TTL 1 s, skew 500 ms), so the pause is about 1.5 s; the drill
 # fails if any answer is other than 200 or 503, if the 200s do not come
 # back within 5 s of the crash, or if the service did not release its id.
+# A request waits at most 100 ms for an ID: the new lease starts at least
+# the skew allowance past the old one's fence (it waits from the moment
+# the loss was seen, at or after the last renewal), so 503s must come;
+# with the default second of waiting, a quick heal is answered 200 late.
 set -euo pipefail
 
 service=${1:?usage: $0 <path to the async_service example>}
@@ -21,7 +25,7 @@ work=$(mktemp -d)
 trap 'kill "$pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 "$service" "$url" --namespace "heal-drill-$$" --listen 127.0.0.1:0 \
-  --ttl-ms 1000 --skew-ms 500 > "$work/out" 2> "$work/err" &
+  --ttl-ms 1000 --skew-ms 500 --max-wait-ms 100 > "$work/out" 2> "$work/err" &
 pid=$!
 for _ in $(seq 100); do
   grep -q '^listening on' "$work/out" && break
@@ -46,7 +50,11 @@ status() {
 now_ms() { date +%s%3N; }
 
 # The Redis server process's id: a crash that restarted it changes it.
-run_id() { redis-cli -u "$url" --no-auth-warning info server 2>/dev/null | sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'; }
+# (redis-cli reads redis://:password@ as the user "", whom Redis refuses.)
+run_id() {
+  redis-cli -u "${url/:\/\/:/://default:}" --no-auth-warning info server 2>/dev/null |
+    sed -n 's/^run_id:\([0-9a-f]*\).*/\1/p'
+}
 
 # Requests every 20 ms: 1 s before the crash, then until 5 s after it.
 codes=()

@@ -48,6 +48,10 @@ struct Args {
     /// How far clocks may disagree with the registry's, in ms, for ids without a record.
     #[arg(long = "skew-ms", default_value_t = 2_000)]
     skew_millis: u64,
+    /// How long a request may wait for an ID (its lease healing, the clock
+    /// behind) before it is answered 503, in ms.
+    #[arg(long = "max-wait-ms", default_value_t = 1_000)]
+    max_wait_millis: u64,
 }
 
 /// The service's state: one generator, shared by every request.
@@ -103,6 +107,7 @@ async fn serve(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let ids: Ids = Arc::new(
         Builder::new()
             .lease(lease)
+            .max_wait(Duration::from_millis(args.max_wait_millis))
             .build_async(Strategy::Atomic)
             .await?,
     );
