@@ -122,6 +122,7 @@ pub(crate) fn randomized(target: Target, seed: u64, duration: Duration) {
     let mut faults: Vec<Fault> = vec![];
     let mut paused: Vec<(usize, Instant)> = vec![];
     let mut killed: Vec<usize> = vec![];
+    let mut far_yet = false;
     while started.elapsed() + Duration::from_millis(2_500) < duration {
         thread::sleep(Duration::from_millis(random.between(200, 1_200)));
         paused.retain(|&(helper, until)| {
@@ -136,7 +137,15 @@ pub(crate) fn randomized(target: Target, seed: u64, duration: Duration) {
             .collect();
         let pick = live[random.between(0, live.len() as u64) as usize];
         let start_ns = now();
-        let choice = random.between(0, 11);
+        // Every run meets the network's fault at least once: drawn, or
+        // made once a third of the run has passed without it (a failover
+        // later can outlast what is left of the run).
+        let choice = if !far_yet && started.elapsed() > duration / 3 {
+            10
+        } else {
+            random.between(0, 11)
+        };
+        far_yet |= choice == 10;
         if choice == 0 {
             // Often past the TTL, so the id is taken meanwhile.
             let pause = Duration::from_millis(random.between(300, 2_500));
