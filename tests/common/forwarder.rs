@@ -11,19 +11,10 @@ use std::time::Duration;
 /// `url` through forwarders, one per host it names (each member of an etcd
 /// cluster). A registry at a distance is toxiproxy's (`toxiproxy.rs`).
 pub fn forwarded(url: &str) -> (String, Vec<Forwarder>) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
-    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let mut forwarders = Vec::new();
-    let mut through = Vec::new();
-    for host in hosts.split(',') {
-        let target = host.to_socket_addrs().unwrap().next().unwrap();
-        let forwarder = Forwarder::new(target);
-        through.push(format!("127.0.0.1:{}", forwarder.port()));
-        forwarders.push(forwarder);
-    }
-    let url = format!("{scheme}://{userinfo}@{}/{path}", through.join(","));
-    (url, forwarders)
+    super::toxiproxy::through_each_host(url, |host| {
+        let forwarder = Forwarder::new(host.to_socket_addrs().unwrap().next().unwrap());
+        (forwarder.port(), forwarder)
+    })
 }
 
 /// Forwards connections on a port of its own to a target it can move.

@@ -193,19 +193,34 @@ impl Drop for Proxy {
 /// `url` through new proxies, one per host it names (each member of an etcd
 /// cluster), each with `one_way` ± `jitter` of latency either way.
 pub fn at_distance(url: &str, one_way: Duration, jitter: Duration) -> (String, Vec<Proxy>) {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
-    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let mut proxies = Vec::new();
-    let mut through = Vec::new();
-    for host in hosts.split(',') {
+    through_each_host(url, |host| {
         let proxy = Proxy::new(host);
         if !one_way.is_zero() {
             proxy.latency(one_way, jitter);
         }
-        through.push(format!("127.0.0.1:{}", proxy.port()));
-        proxies.push(proxy);
-    }
-    let url = format!("{scheme}://{userinfo}@{}/{path}", through.join(","));
-    (url, proxies)
+        (proxy.port(), proxy)
+    })
+}
+
+/// `url` with each host it names (`host:port`, comma-separated) replaced by
+/// `127.0.0.1` and the port `through` returns for it, and what `through`
+/// made for each.
+pub fn through_each_host<T>(
+    url: &str,
+    mut through: impl FnMut(&str) -> (u16, T),
+) -> (String, Vec<T>) {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
+    let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (ports, made): (Vec<String>, Vec<T>) = hosts
+        .split(',')
+        .map(|host| {
+            let (port, made) = through(host);
+            (format!("127.0.0.1:{port}"), made)
+        })
+        .unzip();
+    (
+        format!("{scheme}://{userinfo}@{}/{path}", ports.join(",")),
+        made,
+    )
 }
