@@ -64,7 +64,7 @@
 //! what counts as a loss; and `impl Registry`), `url.rs` (its URL, and the
 //! fix-it texts in its terms), `errors.rs` (its client's failures as a
 //! [`LeaseError`]), `inspect.rs` (the operators' views) and its transport
-//! (`session.rs` and `statements.rs` for SQL, `gateway.rs` and `http.rs` for
+//! (`session.rs` and `statements.rs` for SQL, `gateway.rs` over the shared `http.rs` for
 //! etcd). Adding one touches, besides its folder: one entry of
 //! `REGISTRIES` in `connect.rs` (the CLI's help, the
 //! README's table and the crate's guide are checked against it), its
@@ -84,6 +84,8 @@ pub(super) mod connect;
 pub(super) mod error;
 #[cfg(feature = "etcd")]
 pub(super) mod etcd;
+#[cfg(feature = "etcd")]
+mod http;
 pub(super) mod inspect;
 pub(super) mod memory;
 #[cfg(feature = "mysql")]

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::net::TcpStream;
 
-use super::http;
+use super::super::http;
 
 /// What went wrong on one call.
 #[derive(Debug)]

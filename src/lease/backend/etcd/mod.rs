@@ -3,7 +3,6 @@
 mod errors;
 mod gateway;
 mod history;
-mod http;
 #[cfg(feature = "inspect")]
 mod inspect;
 mod keys;

@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWr
 /// The largest body read: an answer of flakegen's own ranges is a few
 /// kilobytes, and the largest (a listing's page of 1,000 records) under a
 /// megabyte.
-pub(super) const MAX_BODY: usize = 8 << 20;
+pub(crate) const MAX_BODY: usize = 8 << 20;
 
 /// The longest status or header line, and the most header lines.
 const MAX_LINE: usize = 8 << 10;
@@ -19,14 +19,14 @@ const MAX_HEADERS: usize = 100;
 
 /// What a peer answered.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) struct Answer {
-    pub(super) status: u16,
-    pub(super) body: Vec<u8>,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) body: Vec<u8>,
 }
 
 /// Why no answer could be read.
 #[derive(Debug)]
-pub(super) enum Error {
+pub(crate) enum Error {
     /// The connection failed: refused, reset, closed mid-answer.
     Io(io::Error),
     /// The peer does not speak HTTP as a gateway does, or claims more than
@@ -41,7 +41,7 @@ impl From<io::Error> for Error {
 }
 
 /// Posts `body` to `path` with `headers`, and reads the answer.
-pub(super) async fn post<S>(
+pub(crate) async fn post<S>(
     stream: &mut S,
     host: &str,
     path: &str,
@@ -68,7 +68,7 @@ where
 }
 
 /// One answer: its status, then its body by its length or its chunks.
-pub(super) async fn read_answer<S: AsyncBufRead + Unpin>(stream: &mut S) -> Result<Answer, Error> {
+pub(crate) async fn read_answer<S: AsyncBufRead + Unpin>(stream: &mut S) -> Result<Answer, Error> {
     let status_line = line(stream).await?;
     let status = status_line
         .strip_prefix("HTTP/1.")
