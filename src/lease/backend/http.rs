@@ -1,8 +1,9 @@
-//! The HTTP/1.1 a gateway call needs, and no more: one `POST` on a kept
-//! connection, and its answer read with every size the peer claims bounded,
-//! so that a peer that is not etcd (a proxy's error page, another server at
-//! the port, a broken member) costs a clear error, never an allocation it
-//! asked for or a hang past the call's timeout.
+//! The HTTP/1.1 a registry's call needs, and no more: one request on a kept
+//! connection (etcd's gateway, Kubernetes' API), and its answer read with
+//! every size the peer claims bounded, so that a peer that is not the
+//! registry's server (a proxy's error page, another server at the port, a
+//! broken member) costs a clear error, never an allocation it asked for or a
+//! hang past the call's timeout.
 
 use std::io;
 
@@ -22,6 +23,8 @@ const MAX_HEADERS: usize = 100;
 pub(crate) struct Answer {
     pub(crate) status: u16,
     pub(crate) body: Vec<u8>,
+    /// The `Date` header: the server's clock, to the second.
+    pub(crate) date: Option<String>,
 }
 
 /// Why no answer could be read.
@@ -41,6 +44,7 @@ impl From<io::Error> for Error {
 }
 
 /// Posts `body` to `path` with `headers`, and reads the answer.
+#[cfg(feature = "etcd")]
 pub(crate) async fn post<S>(
     stream: &mut S,
     host: &str,
@@ -51,8 +55,24 @@ pub(crate) async fn post<S>(
 where
     S: AsyncBufRead + AsyncWrite + Unpin,
 {
+    request(stream, "POST", host, path, headers, body).await
+}
+
+/// Sends `method` to `path` with `headers` and a JSON `body` (none when
+/// empty), and reads the answer.
+pub(crate) async fn request<S>(
+    stream: &mut S,
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<Answer, Error>
+where
+    S: AsyncBufRead + AsyncWrite + Unpin,
+{
     let mut request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n\
          Content-Length: {}\r\n",
         body.len()
     );
@@ -82,6 +102,7 @@ pub(crate) async fn read_answer<S: AsyncBufRead + Unpin>(stream: &mut S) -> Resu
         })?;
     let mut length = None;
     let mut chunked = false;
+    let mut date = None;
     for _ in 0..=MAX_HEADERS {
         let header = line(stream).await?;
         if header.is_empty() {
@@ -93,7 +114,7 @@ pub(crate) async fn read_answer<S: AsyncBufRead + Unpin>(stream: &mut S) -> Resu
                 })?;
                 exactly(stream, length).await?
             };
-            return Ok(Answer { status, body });
+            return Ok(Answer { status, body, date });
         }
         let Some((name, value)) = header.split_once(':') else {
             return Err(Error::Protocol(format!(
@@ -106,6 +127,8 @@ pub(crate) async fn read_answer<S: AsyncBufRead + Unpin>(stream: &mut S) -> Resu
             length = Some(size(value.parse::<usize>().ok(), value)?);
         } else if name.eq_ignore_ascii_case("transfer-encoding") {
             chunked = value.eq_ignore_ascii_case("chunked");
+        } else if name.eq_ignore_ascii_case("date") {
+            date = Some(value.to_owned());
         }
     }
     Err(Error::Protocol(format!(
@@ -248,12 +271,17 @@ mod tests {
 
     #[test]
     fn a_body_by_its_length_in_pieces_of_any_size() {
-        let bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nX: y\r\n\r\n{\"header\":{}}";
+        let bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\nX: y\r\n\
+            Date: Sun, 06 Dec 2026 05:27:26 GMT\r\n\r\n{\"header\":{}}";
         for piece in [1, 2, 7, 64, 4096] {
             let answer = answer(bytes, piece).unwrap();
             assert_eq!(
                 (answer.status, &answer.body[..]),
                 (200, &b"{\"header\":{}}"[..])
+            );
+            assert_eq!(
+                answer.date.as_deref(),
+                Some("Sun, 06 Dec 2026 05:27:26 GMT")
             );
         }
     }
