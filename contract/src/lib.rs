@@ -155,6 +155,10 @@ pub enum Wipe<'a> {
     Namespace(&'a str),
     /// One id's record in a namespace, and nothing else.
     Record(&'a str, u64),
+    /// A namespace's marker alone, its records kept: the row, key or
+    /// object of the marker deleted by hand. Only the suites of fixtures
+    /// with the capability `marker` ask for it.
+    Marker(&'a str),
 }
 
 /// A registry whose server has a replica, and the failover that promotes
@@ -315,9 +319,14 @@ macro_rules! __capability {
             a_marker_replaced_is_never_moved_back,
         );
     };
+    (marker) => {
+        $crate::__tests!(wipes:
+            a_marker_deleted_under_its_holder_issues_no_id_twice,
+        );
+    };
     ($other:ident) => {
         compile_error!(concat!(
-            "no capability `", stringify!($other), "`: use freeze, failover, inspect or plant"
+            "no capability `", stringify!($other), "`: use freeze, failover, inspect, plant or marker"
         ));
     };
 }

@@ -19,6 +19,8 @@ use crate::{Fixture, Wipe};
 
 /// Four ids, 1 ms units.
 const FOUR: Layout = Layout::builder().worker_bits(2).build_const();
+/// One worker id: a new build must take the holder's.
+const ONE: Layout = Layout::builder().worker_bits(0).build_const();
 
 fn unix_ms(id: Snowflake) -> u64 {
     FOUR.unix_millis_of(FOUR.decode(id).unwrap().timestamp)
@@ -183,6 +185,70 @@ pub fn a_wipe_of_a_namespace_issues_no_id_twice(fixture: &dyn Fixture) {
 /// holder waits before it issues again.
 pub fn a_wipe_of_a_record_issues_no_id_twice(fixture: &dyn Fixture) {
     wipe_under_generators(fixture, "record");
+}
+
+/// A namespace's marker deleted under its holder, its records kept, and a
+/// new build for the same id (a layout of one): no ID is issued twice.
+///
+/// A registry whose swap checks the marker with the record, in one step,
+/// ends the holder's lease at its next renewal. One that cannot (the
+/// second form of `Registry::swap`'s obligation: Kubernetes) lets the
+/// holder renew its record, now void, until the new build takes it over
+/// by a compare-and-set on that same record, past the fence the holder
+/// last confirmed; the holder's next renewal then fails, and it stops at
+/// that fence. A takeover that wrote around the record, or that started
+/// below its fence, issues IDs twice here.
+pub fn a_marker_deleted_under_its_holder_issues_no_id_twice(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let name = store.name();
+    let ns = namespace("wipe-marker");
+    let build = || {
+        store
+            .leased(ONE, &ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+            .unwrap()
+    };
+    let a = build();
+    let stop = AtomicBool::new(false);
+    let issued = Issued {
+        ids: Mutex::new(vec![vec![]; 2]),
+    };
+    thread::scope(|scope| {
+        let holder = scope.spawn(|| issue_all(&[&a], &stop, &issued, name));
+        thread::sleep(Duration::from_millis(150));
+        store.wipe(Wipe::Marker(&ns));
+        let b = build();
+        let stop = &stop;
+        let b_ids = scope.spawn(move || issue_until(&b, stop));
+        thread::sleep(TTL * 3 + SKEW * 3);
+        stop.store(true, Ordering::Relaxed);
+        holder.join().unwrap();
+        let b_ids = b_ids.join().unwrap();
+        issued.ids.lock().unwrap_or_else(PoisonError::into_inner)[1] = b_ids;
+    });
+    let ids = issued
+        .ids
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    let mut all: Vec<Snowflake> = vec![];
+    for ids in &ids {
+        assert_strictly_increasing(ids, name);
+        all.extend(ids);
+    }
+    assert!(
+        !ids[1].is_empty(),
+        "{name}: the build after the marker was deleted issued nothing"
+    );
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(
+        all.len(),
+        count,
+        "{name}: {} IDs issued twice after the marker was deleted under its holder",
+        count - all.len()
+    );
 }
 
 /// Every id of a namespace held, and one record far below the high-water
