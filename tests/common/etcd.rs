@@ -16,6 +16,7 @@ pub const SERVER: Server = Server {
     service: "etcd",
     replicated: "etcd",
     pair: false,
+    members: &MEMBERS,
     loss: Loss::Restore,
     // A leader lost costs an election and a reconnection; with tokens any
     // member takes, no login: nothing near the fence's lead.

@@ -10,6 +10,7 @@ pub const SERVER: Server = Server {
     service: "mariadb",
     replicated: "mariadb-pair",
     pair: true,
+    members: &[],
     // TRUNCATE takes the table's sentinel row with the rest.
     loss: Loss::Sql(
         "SET @t = IF((SELECT COUNT(*) FROM information_schema.tables \

@@ -10,6 +10,7 @@ pub const SERVER: Server = Server {
     service: "postgres",
     replicated: "postgres-pair",
     pair: true,
+    members: &[],
     // Before flakegen first connects there is no table, and nothing to lose.
     loss: Loss::Sql(
         "DO $$ BEGIN IF to_regclass('flakegen_leases') IS NOT NULL THEN \

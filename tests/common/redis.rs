@@ -10,6 +10,7 @@ pub const SERVER: Server = Server {
     service: "redis",
     replicated: "redis-pair",
     pair: true,
+    members: &[],
     loss: Loss::Crash,
     terms: (1_000, 500),
     harmless: &[],

@@ -47,9 +47,13 @@ impl Replicated {
 
     /// A cluster's every member thawed and running, a leader change, a
     /// namespace marked (something of flakegen's for a restore to take
-    /// back) and a snapshot.
+    /// back) and a snapshot; a single server running.
     pub fn make_whole(&self) {
-        for member in ["e1", "e2", "e3"] {
+        if self.server.members.is_empty() {
+            self.services("thaw", &[]);
+            return;
+        }
+        for member in self.server.members {
             self.services("thaw", &[member]);
             self.services("revive", &[member]);
         }
@@ -100,6 +104,7 @@ impl Replicated {
             Loss::Sql(sql) => self.services("sql", &[sql]),
             Loss::Crash => self.services("crash", &[]),
             Loss::Restore => self.services("restore", &[]),
+            Loss::Delete => self.services("wipe", &[]),
         };
     }
 
@@ -154,16 +159,18 @@ impl Fixture for Replicated {
             Wipe::Record(namespace, worker) => {
                 self.services("wipe", &[namespace, &worker.to_string()])
             }
+            Wipe::Marker(namespace) => self.services("wipe", &[namespace, "marker"]),
             other => panic!("no such wipe in scripts/services.sh: {other:?}"),
         };
     }
 
     fn freeze(&self) -> Option<Frozen> {
-        // A pair's primary; every member of a cluster.
-        let pids = if self.server.pair {
+        // A pair's primary, or the one server; every member of a cluster.
+        let pids = if self.server.pair || self.server.members.is_empty() {
             self.pids()
         } else {
-            ["e1", "e2", "e3"]
+            self.server
+                .members
                 .iter()
                 .flat_map(|m| Server::server_pids(self.server.replicated, &[m]))
                 .collect()

@@ -23,6 +23,9 @@ pub struct Server {
     pub replicated: &'static str,
     /// Whether the replicated service fails over to a replica (a pair).
     pub pair: bool,
+    /// A cluster's members (etcd's), each with its own process; none for
+    /// a pair or a single server.
+    pub members: &'static [&'static str],
     /// How its data is lost, as its server's real faults lose it (not by
     /// hand): a statement, a crash (a server that keeps nothing), or a
     /// restore of the cluster's snapshot.
@@ -48,6 +51,10 @@ pub enum Loss {
     Crash,
     /// The cluster restored from the snapshot it was made whole with.
     Restore,
+    /// Every object of flakegen's deleted (`scripts/services.sh wipe`):
+    /// what a store that keeps everything it confirmed loses, as an
+    /// operator or a script deletes it.
+    Delete,
 }
 
 /// Random numbers, as the fault test draws them.
@@ -66,6 +73,8 @@ pub const ALL: &[&Server] = &[
     &super::mysql::SERVER,
     #[cfg(feature = "etcd")]
     &super::etcd::SERVER,
+    #[cfg(feature = "kubernetes")]
+    &super::kubernetes::SERVER,
 ];
 
 /// The registries whose replicated service is a pair that fails over.

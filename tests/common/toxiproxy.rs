@@ -210,7 +210,11 @@ pub fn through_each_host<T>(
     mut through: impl FnMut(&str) -> (u16, T),
 ) -> (String, Vec<T>) {
     let (scheme, rest) = url.split_once("://").unwrap();
-    let (userinfo, rest) = rest.rsplit_once('@').unwrap();
+    // A URL without credentials (Kubernetes': its token is in a file).
+    let (userinfo, rest) = match rest.rsplit_once('@') {
+        Some((userinfo, rest)) => (format!("{userinfo}@"), rest),
+        None => (String::new(), rest),
+    };
     let (hosts, path) = rest.split_once('/').unwrap_or((rest, ""));
     let (ports, made): (Vec<String>, Vec<T>) = hosts
         .split(',')
@@ -220,7 +224,7 @@ pub fn through_each_host<T>(
         })
         .unzip();
     (
-        format!("{scheme}://{userinfo}@{}/{path}", ports.join(",")),
+        format!("{scheme}://{userinfo}{}/{path}", ports.join(",")),
         made,
     )
 }
