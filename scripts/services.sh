@@ -9,7 +9,7 @@
 #   scripts/services.sh VERB SERVICE [ARG…] # one service
 #   scripts/services.sh verbs [SERVICE]     # what each service offers
 #
-# The services: postgres, redis, mariadb, etcd, and the pairs postgres-pair,
+# The services: postgres, redis, mariadb, etcd, kubernetes, and the pairs postgres-pair,
 # redis-pair, mariadb-pair; and toxiproxy, the network-fault proxy the
 # distance tests put in front of a registry (each test makes its own proxies
 # through its API). Every registry takes start, stop, restart, exports,
@@ -23,11 +23,11 @@
 # leader, kill|freeze|thaw|revive MEMBER, elect, snapshot, restore for
 # etcd). `verbs` lists them.
 #
-# kubernetes (a real kube-apiserver over an etcd member of its own, RBAC on,
-# an admin token and a ServiceAccount holding the guide's Role) is started
-# only when named, for the registry on Lease objects to come; `stop` with no
-# service stops it too. Its binary is built from the Go module proxy once,
-# into FLAKEGEN_TOOLS_DIR (default /var/cache/flakegen), and reused.
+# kubernetes: a real kube-apiserver over an etcd member of its own, RBAC on,
+# an admin token and a ServiceAccount holding the guide's Role (start,
+# stop, restart, thaw, exports, wipe [NAMESPACE [WORKER]], pid-file). Its
+# binary is built from the Go module proxy once, into FLAKEGEN_TOOLS_DIR
+# (default /var/cache/flakegen), and reused.
 #
 # Missing servers are installed from the distribution's packages (as root).
 # Only `export NAME=value` lines go to stdout, so `eval` can take them, as
@@ -54,7 +54,7 @@ for file in postgres redis mariadb etcd toxiproxy kubernetes; do
   . "$here/$file.sh"
 done
 
-all="postgres redis mariadb postgres-pair redis-pair mariadb-pair etcd toxiproxy"
+all="postgres redis mariadb postgres-pair redis-pair mariadb-pair etcd toxiproxy kubernetes"
 verb=${1:-}
 service=${2:-}
 
@@ -79,10 +79,7 @@ case "$verb" in
       # (a test's failover, a wipe) reaches these servers, not the defaults'.
       for port in $(compgen -v | grep '_port$'); do echo "export FLAKEGEN_${port^^}=${!port}"; done
     fi
-    # Stopping everything stops the services not yet among them too.
-    every=$all
-    [ "$verb" = stop ] && every="$all kubernetes"
-    for s in ${service:-$every}; do
+    for s in ${service:-$all}; do
       "${verb}_${s//-/_}"
       [ "$verb" = start ] && "exports_${s//-/_}"
     done
@@ -90,9 +87,7 @@ case "$verb" in
     exit 0 ;;
   "") die "usage: $0 VERB [SERVICE [ARG…]] (see the top of this file, or: $0 verbs)" ;;
 esac
-# Not among every service yet: kubernetes (a kube-apiserver), for the
-# registry on Lease objects to come.
-case " $all kubernetes " in
+case " $all " in
   *" $service "*) ;;
   *) die "no service ${service:-(none)}: use one of $all" ;;
 esac

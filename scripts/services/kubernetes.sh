@@ -160,12 +160,31 @@ exports_kubernetes() {
   echo "export FLAKEGEN_TEST_KUBE_ADMIN_URL='$at&token_file=$kube_dir/admin.token'"
 }
 
-# Deletes every Lease object of flakegen's in the tests' namespace (the
-# label every one carries). A namespace's or a record's alone comes with
-# the registry, which names its objects.
+# Deletes Lease objects of flakegen's in the tests' namespace: all of them
+# (the label every one carries), one flakegen namespace's, or one worker
+# id's record there, or its marker (`marker` for WORKER), by the
+# annotations and labels that name them.
 wipe_kubernetes() {
-  [ $# -eq 0 ] || die "kubernetes: wipe takes no namespace or worker yet"
-  kube_api DELETE "/apis/coordination.k8s.io/v1/namespaces/$kube_namespace/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dflakegen" >/dev/null
+  local leases="/apis/coordination.k8s.io/v1/namespaces/$kube_namespace/leases"
+  local managed="labelSelector=app.kubernetes.io%2Fmanaged-by%3Dflakegen"
+  if [ $# -eq 0 ]; then
+    kube_api DELETE "$leases?$managed" >/dev/null
+    return
+  fi
+  command -v jq >/dev/null || install jq
+  local names
+  names=$(kube_api GET "$leases?$managed" | jq -r --arg ns "$1" --arg w "${2:-}" '
+    .items[] | select(.metadata.annotations["flakegen.io/namespace"] == $ns)
+    | select($w == "" or .metadata.annotations["flakegen.io/worker"] == $w
+        or ($w == "marker" and .metadata.labels["flakegen.io/kind"] == "marker"))
+    | .metadata.name') || die "kubernetes: cannot list the Leases to wipe"
+  local name
+  for name in $names; do
+    kube_api DELETE "$leases/$name" >/dev/null
+  done
 }
+
+# The API server stopped (SIGSTOP) by a test that did not live to resume it.
+thaw_kubernetes() { kube_running && kill -CONT "$(cat "$kube_dir/apiserver.pid")"; true; }
 
 pid_file_kubernetes() { echo "$kube_dir/apiserver.pid"; }
