@@ -103,7 +103,8 @@
 //! Where nothing in the deployment can tell processes apart (autoscaled
 //! replicas, serverless, developers' laptops), a generator leases its worker
 //! id from a store the service already runs: MySQL or MariaDB, PostgreSQL,
-//! Redis or etcd (features `mysql`, `postgres`, `redis`, `etcd`), or
+//! Redis, etcd, or on Kubernetes the cluster's own API (features `mysql`,
+//! `postgres`, `redis`, `etcd`, `kubernetes`), or
 //! [`MemoryRegistry`](lease::MemoryRegistry) in tests. The lease lasts a
 //! TTL and a thread renews it; a holder's IDs stay below a fence the registry
 //! confirmed, so a new holder of the id starts above them however long the

@@ -68,6 +68,20 @@ mod mysql {
     );
 }
 
+// The API server, whose losses are Leases deleted: neither a failover
+// nor a marker of another history can be made there (a restore that rolls
+// one back has tests of its own, in tests/lease_kubernetes.rs).
+#[cfg(feature = "kubernetes")]
+mod kubernetes {
+    use crate::common::replicated::Replicated;
+    flakegen_contract::suite!(
+        Replicated::new(&crate::common::kubernetes::SERVER),
+        freeze,
+        inspect,
+        marker
+    );
+}
+
 #[cfg(feature = "etcd")]
 mod etcd {
     use crate::common::replicated::Replicated;

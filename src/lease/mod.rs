@@ -318,11 +318,17 @@
 //! | Redis | 3 | 2 | 1 | 1 | 1 |
 //! | MySQL or MariaDB | 9 | 3 | 1 | 1 | 2 |
 //! | etcd | 6 | 5 | 2 | 2 | 3 |
+//! | Kubernetes | 4 | 3 | 1 | 1 | 1 |
 //!
 //! etcd's renewal reads the record and the namespace's history before it
 //! writes, in a transaction of its own: a write that compared only
 //! revisions would land in a cluster restored since (its revisions reused)
-//! before the restore could be seen.
+//! before the restore could be seen. Kubernetes' new connection is TLS's
+//! one round trip (its API is always TLS); its warm build reads the
+//! namespace, then confirms the marker (or raises the high-water mark on
+//! it) and writes the record; its renewal writes at once, and reads the
+//! record first only after a gap longer than the TTL, which is when a
+//! restore can have reused the version it names.
 //!
 //! So distance costs round trips, and the TTL says how many fit: a build
 //! on a new connection has the TTL, a renewal's call on an open connection
@@ -383,6 +389,8 @@ pub use self::backend::connect::{REGISTRIES, RegistryKind, RoundTrips};
 pub use self::backend::error::LeaseError;
 #[cfg(feature = "etcd")]
 pub use self::backend::etcd::EtcdRegistry;
+#[cfg(feature = "kubernetes")]
+pub use self::backend::kubernetes::KubernetesRegistry;
 pub use self::backend::memory::MemoryRegistry;
 #[cfg(feature = "mysql")]
 pub use self::backend::mysql::MysqlRegistry;

@@ -9,6 +9,8 @@ pub mod etcd;
 pub mod forwarder;
 #[cfg(feature = "tokio")]
 pub mod heartbeat;
+#[cfg(feature = "kubernetes")]
+pub mod kubernetes;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 #[cfg(feature = "postgres")]

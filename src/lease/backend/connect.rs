@@ -87,7 +87,11 @@ impl RegistryKind {
                     .iter()
                     .map(|s| format!("{s}://"))
                     .collect();
-                format!("{}:// (or {})", kind.schemes[0], others.join(", "))
+                if others.is_empty() {
+                    format!("{}://", kind.schemes[0])
+                } else {
+                    format!("{}:// (or {})", kind.schemes[0], others.join(", "))
+                }
             })
             .collect();
         each.join(", ")
@@ -193,6 +197,28 @@ pub const REGISTRIES: &[RegistryKind] = &[
             read: 3,
         },
         open: opener!("etcd", etcd::EtcdRegistry),
+    },
+    RegistryKind {
+        name: "Kubernetes",
+        registry: "KubernetesRegistry",
+        feature: "kubernetes",
+        schemes: &["kube"],
+        url: "kube:///prefix in a pod; kube://host:port/namespace/prefix?token_file=…&ca_file=…",
+        detects: "Leases deleted (a record, the marker, a namespace's, the Kubernetes \
+                  namespace); an etcd restore under the API server that a running generator \
+                  saw past (its Lease's resourceVersion went down)",
+        cannot_tell: "an etcd restore that no running generator saw past (restore with the API \
+                      servers stopped for the TTL and the skew, or Lease::wait_out_rollbacks). \
+                      No server clock: every host's clock must keep within the skew allowance \
+                      of the others, checked only by flakegen leases check",
+        round_trips: RoundTrips {
+            new_build: 4,
+            warm_build: 3,
+            renewal: 1,
+            release: 1,
+            read: 1,
+        },
+        open: opener!("kubernetes", kubernetes::KubernetesRegistry),
     },
 ];
 

@@ -84,9 +84,11 @@ pub(super) mod connect;
 pub(super) mod error;
 #[cfg(feature = "etcd")]
 pub(super) mod etcd;
-#[cfg(feature = "etcd")]
+#[cfg(any(feature = "etcd", feature = "kubernetes"))]
 mod http;
 pub(super) mod inspect;
+#[cfg(feature = "kubernetes")]
+pub(super) mod kubernetes;
 pub(super) mod memory;
 #[cfg(feature = "mysql")]
 pub(super) mod mysql;
@@ -224,6 +226,22 @@ pub trait Registry: Send + Sync + 'static {
     ///
     /// Returns the server's clock when it wrote (ms since 1970, rounded
     /// down), or `None` if it did not write.
+    ///
+    /// **A store that cannot compare two objects in one step** (Kubernetes'
+    /// API: one object per compare-and-set) may keep a second form of the
+    /// marker's check instead. A write over the record by its own holder
+    /// (a renewal, or its release), under the marker the record was written
+    /// under, may compare the record's version alone; every other write
+    /// (a takeover, a new record) first confirms the marker in force on the
+    /// server. What keeps holders apart then: a holder whose marker was
+    /// replaced while its record stayed may go on renewing, but every
+    /// reader sees its record as void, fenced by the loss rule, and whoever
+    /// takes the id over does so by a compare-and-set on that same record:
+    /// either the old holder's renewal came first, and the takeover fails and
+    /// reads its fence again, or the takeover came first, and the old
+    /// holder's next write fails, and it stops at a fence the taker already
+    /// starts past. A record deleted and written again is a new object (a
+    /// new uid, in Kubernetes), never one a holder's write can land on.
     ///
     /// # Errors
     ///

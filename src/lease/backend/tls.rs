@@ -5,12 +5,15 @@
 use rustls::Error as TlsError;
 use rustls::crypto::CryptoProvider;
 
-#[cfg(any(feature = "postgres", feature = "etcd"))]
+#[cfg(any(feature = "postgres", feature = "etcd", feature = "kubernetes"))]
 pub(crate) use self::config::{Verify, client_config};
 
 /// Makes `ring` the process's default provider if there is none: clients
 /// that build their own configuration (Redis's) need one.
-#[cfg_attr(not(any(feature = "redis", feature = "etcd")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "redis", feature = "etcd", feature = "kubernetes")),
+    allow(dead_code)
+)]
 pub(crate) fn ensure_default_provider() {
     if CryptoProvider::get_default().is_none() {
         // Another thread may have installed one meanwhile: that one stays.
@@ -20,7 +23,12 @@ pub(crate) fn ensure_default_provider() {
 
 /// The certificate checks flakegen makes itself, for PostgreSQL's `sslmode`s
 /// and the Redis probe (MySQL's client makes its own).
-#[cfg(any(feature = "postgres", feature = "redis", feature = "etcd"))]
+#[cfg(any(
+    feature = "postgres",
+    feature = "redis",
+    feature = "etcd",
+    feature = "kubernetes"
+))]
 mod lenient {
     use std::sync::Arc;
 
@@ -96,7 +104,12 @@ mod lenient {
     }
 }
 
-#[cfg(any(feature = "postgres", feature = "redis", feature = "etcd"))]
+#[cfg(any(
+    feature = "postgres",
+    feature = "redis",
+    feature = "etcd",
+    feature = "kubernetes"
+))]
 use self::lenient::{Lenient, provider};
 
 /// Whether the server at `host`:`port` answers a TLS handshake, within
@@ -145,7 +158,7 @@ pub(crate) fn speaks_tls(host: &str, port: u16, within: std::time::Duration) -> 
 
 /// The client configuration for PostgreSQL's `sslmode`s (and etcd's,
 /// always `verify-full`).
-#[cfg(any(feature = "postgres", feature = "etcd"))]
+#[cfg(any(feature = "postgres", feature = "etcd", feature = "kubernetes"))]
 mod config {
     use std::path::Path;
     use std::sync::Arc;

@@ -77,7 +77,15 @@ pub(crate) fn check_shape(url: &str) -> Result<(), LeaseError> {
 /// `text` (what a client said of `url`) with every secret of `url` masked:
 /// its user part, and the values of its password parameters, as given and
 /// percent-decoded.
-#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn scrub(text: &str, url: &str) -> String {
     let mut secrets: Vec<String> = Vec::new();
     if split_scheme(url).is_none() && !url.contains('=') {
@@ -165,7 +173,15 @@ fn mask_parameters(url: &str) -> String {
 }
 
 /// `%XX` sequences decoded, if there are any and they are valid UTF-8.
-#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )),
+    allow(dead_code)
+)]
 fn percent_decoded(text: &str) -> Option<String> {
     if text.contains('%') {
         percent_decode(text)
@@ -176,7 +192,15 @@ fn percent_decoded(text: &str) -> Option<String> {
 
 /// `%XX` sequences decoded; `None` for a bad one, or bytes that are not
 /// UTF-8.
-#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+#[cfg_attr(
+    not(any(
+        feature = "mysql",
+        feature = "postgres",
+        feature = "redis",
+        feature = "etcd"
+    )),
+    allow(dead_code)
+)]
 pub(super) fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());

@@ -1,0 +1,224 @@
+//! The connection a Kubernetes registry calls through: HTTP/1.1 over TLS to
+//! the API server, a bearer token on every request, JSON in and out.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, BufReader};
+use tokio::net::TcpStream;
+
+use super::super::http;
+
+/// What went wrong on one request, before the registry says it.
+#[derive(Debug)]
+pub(super) enum Error {
+    /// The connection: refused, reset, closed.
+    Io(io::Error),
+    /// The TLS handshake.
+    Tls(io::Error),
+    /// An answer that is not the API server's.
+    Protocol(String),
+    /// The connection was closed while idle (the server restarted, or
+    /// closed it): nothing was sent on it.
+    Stale,
+    /// The token file could not be read.
+    Token(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Io(e) | Error::Tls(e) => e.fmt(f),
+            Error::Protocol(what) | Error::Token(what) => f.write_str(what),
+            Error::Stale => f.write_str("the server closed the connection while it was idle"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) | Error::Tls(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Self {
+        Error::Io(e)
+    }
+}
+
+impl From<http::Error> for Error {
+    fn from(e: http::Error) -> Self {
+        match e {
+            http::Error::Io(e) => Error::Io(e),
+            http::Error::Protocol(what) => Error::Protocol(what),
+        }
+    }
+}
+
+/// What the API server answered: its status, its JSON (`Null` for a body
+/// that is none), and its clock.
+#[derive(Debug)]
+pub(super) struct Reply {
+    pub(super) status: u16,
+    pub(super) body: Value,
+    /// The `Date` header: the only clock of the server's a client sees.
+    pub(super) date: Option<String>,
+}
+
+impl Reply {
+    /// The server's message, for an error.
+    pub(super) fn message(&self) -> String {
+        self.body["message"]
+            .as_str()
+            .map_or_else(|| format!("HTTP {}", self.status), str::to_owned)
+    }
+}
+
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// One connection to the API server.
+pub(super) struct Api {
+    stream: BufReader<Box<dyn Stream>>,
+    /// `host:port`, for the `Host` header.
+    host: String,
+}
+
+impl Api {
+    /// Connects to `endpoint` (`host:port`, an IPv6 host in brackets) over
+    /// TLS, verifying the server's certificate for that host (an IP address
+    /// against the certificate's IP names).
+    pub(super) async fn connect(
+        endpoint: &str,
+        tls: &Arc<rustls::ClientConfig>,
+    ) -> Result<Api, Error> {
+        let tcp = TcpStream::connect(endpoint).await?;
+        tcp.set_nodelay(true)?;
+        let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h);
+        let name = rustls::pki_types::ServerName::try_from(
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_owned(),
+        )
+        .map_err(|e| Error::Tls(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+        let connector = tokio_rustls::TlsConnector::from(Arc::clone(tls));
+        let stream = connector.connect(name, tcp).await.map_err(Error::Tls)?;
+        Ok(Api {
+            stream: BufReader::new(Box::new(stream)),
+            host: endpoint.to_owned(),
+        })
+    }
+
+    /// Sends `method` to `path` with `token`, and a JSON `body` if any.
+    pub(super) async fn call(
+        &mut self,
+        method: &str,
+        path: &str,
+        token: &str,
+        body: Option<&Value>,
+    ) -> Result<Reply, Error> {
+        // A connection the server closed while it sat idle shows as a
+        // buffered end of stream: nothing was sent, so a new connection may
+        // send the request.
+        if let Ok(Ok(buffered)) = tokio::time::timeout(
+            Duration::ZERO,
+            tokio::io::AsyncBufReadExt::fill_buf(&mut self.stream),
+        )
+        .await
+        {
+            if buffered.is_empty() {
+                return Err(Error::Stale);
+            }
+        }
+        let authorization = format!("Bearer {token}");
+        let headers = [
+            ("Authorization", authorization.as_str()),
+            ("Accept", "application/json"),
+        ];
+        let body = body.map(Value::to_string).unwrap_or_default();
+        let answer = http::request(
+            &mut self.stream,
+            method,
+            &self.host,
+            path,
+            &headers,
+            body.as_bytes(),
+        )
+        .await?;
+        let value = if answer.body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&answer.body).map_err(|_| {
+                Error::Protocol(format!(
+                    "not a Kubernetes API server at this port: HTTP {}, {}",
+                    answer.status,
+                    String::from_utf8_lossy(&answer.body[..answer.body.len().min(80)])
+                ))
+            })?
+        };
+        Ok(Reply {
+            status: answer.status,
+            body: value,
+            date: answer.date,
+        })
+    }
+}
+
+/// How often a token file is read again: a pod's token is rotated by the
+/// kubelet, which expects clients to reload it (client-go and kube-rs read
+/// it again every minute).
+const TOKEN_AGE: Duration = Duration::from_secs(60);
+
+/// A bearer token read from a file, read again when a minute old, and at
+/// once when the server refuses it (401). Never shown in a message.
+pub(super) struct Token {
+    file: PathBuf,
+    read: Mutex<Option<(Arc<str>, Instant)>>,
+}
+
+impl Token {
+    pub(super) fn new(file: PathBuf) -> Token {
+        Token {
+            file,
+            read: Mutex::new(None),
+        }
+    }
+
+    /// The token, read again if it is a minute old.
+    pub(super) fn current(&self) -> Result<Arc<str>, Error> {
+        let mut read = self.read.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((token, at)) = &*read {
+            if at.elapsed() < TOKEN_AGE {
+                return Ok(Arc::clone(token));
+            }
+        }
+        let text = std::fs::read_to_string(&self.file).map_err(|e| {
+            Error::Token(format!(
+                "cannot read the token file {} ({e})",
+                self.file.display()
+            ))
+        })?;
+        let token: Arc<str> = Arc::from(text.trim());
+        if token.is_empty() {
+            return Err(Error::Token(format!(
+                "the token file {} is empty",
+                self.file.display()
+            )));
+        }
+        *read = Some((Arc::clone(&token), Instant::now()));
+        Ok(token)
+    }
+
+    /// Forgets the token, so that the next request reads the file again:
+    /// after a 401, the file may hold a rotated one.
+    pub(super) fn forget(&self) {
+        *self.read.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+}

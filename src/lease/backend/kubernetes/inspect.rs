@@ -1,0 +1,211 @@
+//! What a Kubernetes registry shows an operator: a namespace's records, the
+//! verbs its token may use on Leases (asked of the server itself, which
+//! needs no right), the server's version, and its clock against this
+//! host's.
+
+use std::collections::BTreeSet;
+
+use serde_json::json;
+
+use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport, Verified};
+use super::objects::{self, MANAGED_BY};
+use super::{KubernetesRegistry, now_ms};
+use crate::lease::Lease;
+use crate::lease::backend::LeaseError;
+
+/// The verbs leasing uses on Leases, as the guide's Role grants them.
+const VERBS: [&str; 5] = ["get", "list", "create", "update", "delete"];
+
+impl Inspect for KubernetesRegistry {
+    fn list(&self, namespace: &str) -> Result<Listing, LeaseError> {
+        let names = self.names(namespace)?;
+        // No objects is an empty listing: Leases need no table, so a
+        // namespace never used and one emptied look alike.
+        let (marker, filed) = self.objects(&names)?;
+        let in_force = self.judge(namespace, marker.as_ref(), &filed);
+        let mut records = self.records_under(in_force.as_ref(), filed);
+        records.sort_by_key(|r| r.worker);
+        Ok(Listing {
+            server_unix_millis: now_ms(),
+            marker_unix_millis: in_force.as_ref().map(|m| m.marker_unix_millis),
+            high_water: in_force.map_or(0, |m| m.high_water),
+            records,
+        })
+    }
+
+    fn namespaces(&self) -> Result<Vec<String>, LeaseError> {
+        let path = format!(
+            "{}?labelSelector={}%3D{}",
+            self.leases(),
+            MANAGED_BY.0.replace('/', "%2F"),
+            MANAGED_BY.1
+        );
+        let reply = self.request("GET", &path, None)?;
+        if reply.status != 200 {
+            return Err(self.refused("list", &reply));
+        }
+        let all: BTreeSet<String> = reply.body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|item| {
+                item["metadata"]["annotations"][objects::NAMESPACE_ANNOTATION].as_str()
+            })
+            .map(str::to_owned)
+            .collect();
+        Ok(all.into_iter().collect())
+    }
+
+    fn survey(&self) -> Result<Survey, LeaseError> {
+        let mut caveats = Vec::new();
+        let version = self.request("GET", "/version", None)?;
+        if version.status == 200 {
+            caveats.push(Caveat {
+                topic: "topology",
+                setting: format!(
+                    "Kubernetes {}, Leases in the namespace {}",
+                    version.body["gitVersion"]
+                        .as_str()
+                        .unwrap_or("of an unknown version"),
+                    self.namespace
+                ),
+                severity: Severity::Note,
+                advice: "an etcd restore under the API server is seen by a generator that \
+                         saw a later version of its Lease; one nobody saw is not: restore \
+                         with the API servers stopped for longer than the TTL and the skew \
+                         allowance, or turn on Lease::wait_out_rollbacks"
+                    .to_owned(),
+            });
+        }
+        // The token's rights, asked of the server as that token: a
+        // SelfSubjectAccessReview needs none.
+        let mut missing = Vec::new();
+        for verb in VERBS {
+            let review = json!({
+                "apiVersion": "authorization.k8s.io/v1",
+                "kind": "SelfSubjectAccessReview",
+                "spec": { "resourceAttributes": {
+                    "namespace": self.namespace,
+                    "verb": verb,
+                    "group": "coordination.k8s.io",
+                    "resource": "leases",
+                }},
+            });
+            let reply = self.request(
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                Some(&review),
+            )?;
+            if reply.status != 201 && reply.status != 200 {
+                return Err(self.refused("create selfsubjectaccessreviews for", &reply));
+            }
+            if reply.body["status"]["allowed"].as_bool() != Some(true) {
+                missing.push(verb);
+            }
+        }
+        caveats.push(if missing.is_empty() {
+            Caveat {
+                topic: "access",
+                setting: format!(
+                    "the token may {} leases in {}",
+                    VERBS.join(", "),
+                    self.namespace
+                ),
+                severity: Severity::Note,
+                advice: "all leasing needs, nothing more is asked".to_owned(),
+            }
+        } else {
+            Caveat {
+                topic: "access",
+                setting: format!(
+                    "the token may not {} leases in {}",
+                    missing.join(", "),
+                    self.namespace
+                ),
+                severity: Severity::Danger,
+                advice: "generators will fail: bind the token's service account to a Role \
+                         that allows get, list, create, update and delete on leases \
+                         (coordination.k8s.io) in this namespace, as flakegen's Kubernetes \
+                         guide shows"
+                    .to_owned(),
+            }
+        });
+        // The server's clock, to the second: the one it shows.
+        if let Some(server) = version.date.as_deref().and_then(http_date_millis) {
+            let here = now_ms();
+            let (ahead, by) = if here >= server {
+                ("ahead of", here - server)
+            } else {
+                ("behind", server - here)
+            };
+            // The header is to the second: up to a second of the gap is its
+            // rounding.
+            let beyond = by.saturating_sub(1_000);
+            let skew = crate::clock::units::millis(Lease::DEFAULT_SKEW);
+            caveats.push(Caveat {
+                topic: "clock",
+                setting: format!(
+                    "this host's clock is {by} ms {ahead} the API server's (its Date \
+                     header, to the second)"
+                ),
+                severity: if beyond > skew / 2 {
+                    Severity::Danger
+                } else {
+                    Severity::Note
+                },
+                advice: format!(
+                    "leases on Kubernetes are judged by the hosts' clocks, which must keep \
+                     within the skew allowance ({skew} ms by default) of each other: run NTP"
+                ),
+            });
+        }
+        Ok(Survey::new(Transport::Tls(Verified::Full), caveats))
+    }
+}
+
+/// An HTTP date (`Sun, 06 Dec 2026 05:27:26 GMT`) in ms since 1970.
+pub(super) fn http_date_millis(date: &str) -> Option<u64> {
+    let mut parts = date.split_whitespace().skip(1);
+    let day: u64 = parts.next()?.parse().ok()?;
+    let month = parts.next()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| *m == month)? as u64
+        + 1;
+    let year: u64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':').map(|p| p.parse::<u64>().ok());
+    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
+    // Days since 1970 from a civil date (Howard Hinnant's algorithm).
+    let (y, mo) = if month <= 2 {
+        (year - 1, month + 9)
+    } else {
+        (year, month - 3)
+    };
+    let era = y / 400;
+    let year_of_era = y % 400;
+    let day_of_year = (153 * mo + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = (era * 146_097 + day_of_era).checked_sub(719_468)?;
+    Some(((days * 24 + h) * 60 + m) * 60_000 + s * 1_000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http_date_reads_as_ms_since_1970() {
+        assert_eq!(
+            http_date_millis("Sun, 06 Dec 2026 05:27:26 GMT"),
+            Some(1_796_534_846_000)
+        );
+        assert_eq!(http_date_millis("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(
+            http_date_millis("Tue, 29 Feb 2000 12:00:01 GMT"),
+            Some(951_825_601_000)
+        );
+        assert_eq!(http_date_millis("yesterday"), None);
+    }
+}
