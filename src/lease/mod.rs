@@ -345,6 +345,7 @@
 //! | Redis | 500 ms | 1666 ms | 3000 ms |
 //! | MySQL or MariaDB | 142 ms | 476 ms | 1428 ms |
 //! | etcd | 300 ms | 1000 ms | 1500 ms |
+//! | Kubernetes | 500 ms | 1666 ms | 3000 ms |
 //!
 //! `tests/lease_distance.rs` holds every registry to it through toxiproxy:
 //! 150 ± 30 ms each way at the default terms, 50 ± 10 ms each way at a TTL
