@@ -60,9 +60,33 @@ fn a_wrong_password_is_said_as_credentials_on_every_registry() {
     for server in common::server::ALL {
         let url = server.url();
         let (scheme, rest) = url.split_once("://").unwrap();
-        let (userinfo, rest) = rest.rsplit_once('@').unwrap();
-        let user = userinfo.split(':').next().unwrap();
-        let wrong = format!("{scheme}://{user}:wrong-password@{rest}");
+        let (wrong, credential) = match rest.rsplit_once('@') {
+            Some((userinfo, rest)) => {
+                let user = userinfo.split(':').next().unwrap();
+                (
+                    format!("{scheme}://{user}:wrong-password@{rest}"),
+                    "password",
+                )
+            }
+            // A bearer token in a file (Kubernetes'): a file with a wrong one.
+            None => {
+                let file = std::env::temp_dir().join(format!(
+                    "flakegen-wrong-token-{}-{}",
+                    server.name,
+                    std::process::id()
+                ));
+                std::fs::write(&file, "wrong-password").unwrap();
+                let (base, query) = url.split_once('?').unwrap();
+                let query: Vec<String> = query
+                    .split('&')
+                    .map(|pair| match pair.split_once('=') {
+                        Some(("token_file", _)) => format!("token_file={}", file.display()),
+                        _ => pair.to_owned(),
+                    })
+                    .collect();
+                (format!("{base}?{}", query.join("&")), "token")
+            }
+        };
         let registry = flakegen::lease::connect(&wrong).unwrap();
         for e in every_step(&*registry) {
             assert!(
@@ -72,7 +96,7 @@ fn a_wrong_password_is_said_as_credentials_on_every_registry() {
             );
             let message = e.to_string();
             assert!(
-                message.contains(&format!("{scheme}://")) && message.contains("password"),
+                message.contains(&format!("{scheme}://")) && message.contains(credential),
                 "{}: {message}",
                 server.name
             );

@@ -156,8 +156,10 @@ restart_kubernetes() { stop_pid_file kube-apiserver "$kube_dir/apiserver.pid"; k
 
 exports_kubernetes() {
   local at="kube://127.0.0.1:$kube_port/$kube_namespace/flakegen?ca_file=$tls/ca.crt"
-  echo "export FLAKEGEN_TEST_KUBE_URL='$at&token_file=$kube_dir/sa.token'"
-  echo "export FLAKEGEN_TEST_KUBE_ADMIN_URL='$at&token_file=$kube_dir/admin.token'"
+  echo "export FLAKEGEN_TEST_KUBERNETES_URL='$at&token_file=$kube_dir/sa.token'"
+  # Its only form is TLS, verified: the TLS tests take the same URL.
+  echo "export FLAKEGEN_TEST_KUBERNETES_TLS_URL='$at&token_file=$kube_dir/sa.token'"
+  echo "export FLAKEGEN_TEST_KUBERNETES_ADMIN_URL='$at&token_file=$kube_dir/admin.token'"
 }
 
 # Deletes Lease objects of flakegen's in the tests' namespace: all of them

@@ -12,7 +12,7 @@ use super::server::{Dice, Loss, Server};
 
 pub const SERVER: Server = Server {
     name: "kubernetes",
-    env: "KUBE",
+    env: "KUBERNETES",
     service: "kubernetes",
     replicated: "kubernetes",
     pair: false,

@@ -63,9 +63,11 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             "randomized faults on {} ({})",
             server.name,
             if server.pair {
-                "a primary and its replica"
+                "a primary and its replica".to_owned()
+            } else if server.members.is_empty() {
+                "one server".to_owned()
             } else {
-                "a three-member cluster"
+                format!("a {}-member cluster", server.members.len())
             }
         );
         let run = || randomized(Replicated::new(server), seed, Duration::from_secs(seconds));

@@ -15,9 +15,10 @@
 //! forwarder), on MariaDB master-master flips (the writable side turns
 //! read-only and the other takes writes, at times after missing renewals),
 //! and latency: for a few seconds the registry is 20 to 150 ms away each
-//! way, with jitter (the helpers reach it through toxiproxy).
+//! way, with jitter (the helpers reach it through toxiproxy); on
+//! Kubernetes, API server restarts and freezes, and Leases deleted.
 //! The registry is each backend's replicated pair from
-//! `scripts/services.sh`; after each failover the old primary is rebuilt as
+//! `scripts/services.sh` (etcd's cluster, Kubernetes' one API server); after each failover the old primary is rebuilt as
 //! the new one's replica. At the end, one merged check of every ID, per
 //! namespace: no duplicates; no two leases of one worker id whose IDs
 //! interleave; no ID at or past the fence its lease held. And after every
@@ -31,7 +32,7 @@
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
-//! cargo test --features postgres,redis,mysql --test lease_faults -- [--seed N] [--duration SECONDS] [postgres|redis|mysql]
+//! cargo test --all-features --test lease_faults -- [--seed N] [--duration SECONDS] [postgres|redis|mysql|etcd|kubernetes]
 //! scripts/services.sh stop
 //! ```
 //!

@@ -17,8 +17,9 @@ const SERVICE_ACCOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 pub(super) const TLS_FIX: &str = "check the CA file (ca_file=<file>; in a pod, the service \
      account's ca.crt) and that the API server's certificate names the host in the URL";
-pub(super) const TOKEN_FIX: &str = "check the token file (token_file=<file>; in a pod, the \
-     service account's token, which the kubelet rotates): the API server refused it";
+pub(super) const TOKEN_FIX: &str = "check the token in the token file \
+     (kube://host:port/namespace/prefix?token_file=<file>; in a pod, the service account's \
+     token, which the kubelet rotates)";
 
 impl KubernetesRegistry {
     /// A registry at `url`, in one of two forms:
