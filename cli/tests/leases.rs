@@ -102,7 +102,8 @@ fn lines_on<'a>(said: &'a str, topic: &str) -> Vec<&'a str> {
 
 /// The host and port of a URL (its first, where it lists several).
 fn address(url: &str) -> (String, String) {
-    let rest = url.split_once('@').unwrap().1;
+    let rest = url.split_once("://").unwrap().1;
+    let rest = rest.rsplit_once('@').map_or(rest, |(_, rest)| rest);
     let address = rest.split(['/', ',']).next().unwrap();
     let (host, port) = address.split_once(':').unwrap();
     (host.to_owned(), port.to_owned())
@@ -155,11 +156,32 @@ fn a_clock_3_s_ahead_is_said_to_be_refused() {
     }
 }
 
+/// A registry's test URL with a wrong password, or, where its credential
+/// is a bearer token in a file (Kubernetes'), a file with a wrong one.
+fn wrong_credentials(backend: &str) -> String {
+    let url = url(backend);
+    if url.contains("flakegen-test") {
+        return url.replace("flakegen-test", "wrong-password");
+    }
+    let file =
+        std::env::temp_dir().join(format!("flakegen-cli-wrong-token-{}", std::process::id()));
+    std::fs::write(&file, "wrong-password").unwrap();
+    let (base, query) = url.split_once('?').unwrap();
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some(("token_file", _)) => format!("token_file={}", file.display()),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{base}?{}", query.join("&"))
+}
+
 #[test]
 fn a_wrong_password_is_said_as_such() {
     let _serial = serial();
     for backend in registries() {
-        let wrong = url(backend).replace("flakegen-test", "wrong-password");
+        let wrong = wrong_credentials(backend);
         let out = flakegen(&["leases", "check", &wrong]);
         let said = said(&out);
         assert_eq!(out.status.code(), Some(1), "{backend}: {said}");
@@ -354,6 +376,7 @@ fn service(backend: &str) -> &'static str {
         "postgres" => "postgres",
         "redis" => "redis",
         "etcd" => "etcd",
+        "kubernetes" => "kubernetes",
         other => panic!("no test service for {other}"),
     }
 }
@@ -864,10 +887,12 @@ fn no_password_is_printed_whatever_the_url() {
     for backend in registries() {
         // The real server, with a wrong password in each shape, and with
         // a space where the `@` belongs.
-        let (host, port) = address(&url(backend));
-        urls.push(format!("{backend}://app:{secret}@{host}:{port}/app"));
-        urls.push(format!("{backend}://app:{secret}%2F@{host}:{port}/app"));
-        urls.push(format!("{backend}://app:{secret} {host}:{port}/app"));
+        let url = url(backend);
+        let (host, port) = address(&url);
+        let scheme = url.split_once("://").unwrap().0;
+        urls.push(format!("{scheme}://app:{secret}@{host}:{port}/app"));
+        urls.push(format!("{scheme}://app:{secret}%2F@{host}:{port}/app"));
+        urls.push(format!("{scheme}://app:{secret} {host}:{port}/app"));
     }
     for url in &urls {
         for args in [
@@ -983,4 +1008,46 @@ fn a_renewal_slower_than_its_call_bound_is_warned_of() {
             .any(|l| l.starts_with("warn") && l.contains("its call may wait on an open connection")),
         "no warning of a renewal slower than its call's bound: {text}"
     );
+}
+
+/// A Kubernetes token whose Role lacks one verb on leases: the check
+/// fails, and names the verb, asked of the API server itself (a
+/// SelfSubjectAccessReview), and met when it writes.
+#[test]
+fn a_role_missing_a_verb_is_named_by_the_check() {
+    let _serial = serial();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
+    for verb in ["update", "list"] {
+        let out = Command::new("bash")
+            .arg(script)
+            .args(["token-without", "kubernetes", verb])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let file = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let url = url("kubernetes");
+        let (base, query) = url.split_once('?').unwrap();
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some(("token_file", _)) => format!("token_file={file}"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        let url = format!("{base}?{}", query.join("&"));
+        let out = flakegen(&["leases", "check", &url]);
+        let said = said(&out);
+        assert_eq!(out.status.code(), Some(1), "{verb}: {said}");
+        let access = lines_on(&said, "access");
+        assert!(
+            access.len() == 1
+                && access[0].starts_with("FAIL")
+                && access[0].contains(&format!("may not {verb} leases")),
+            "{verb}: {said}"
+        );
+    }
 }

@@ -186,6 +186,25 @@ wipe_kubernetes() {
   done
 }
 
+# A token file for a ServiceAccount whose Role lacks VERB (of get, list,
+# create, update, delete on leases): printed, for the tests of what a
+# missing right costs.
+token_without_kubernetes() {
+  local verb=${1:?which verb to leave out}
+  local name="flakegen-no-$verb" verbs
+  verbs=$(printf '"%s",' get list create update delete | sed "s/\"$verb\",//; s/,\$//")
+  kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/roles" \
+    "{\"metadata\":{\"name\":\"$name\"},\"rules\":[{\"apiGroups\":[\"coordination.k8s.io\"],\"resources\":[\"leases\"],\"verbs\":[$verbs]}]}" >/dev/null
+  kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts" "{\"metadata\":{\"name\":\"$name\"}}" >/dev/null
+  kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/rolebindings" \
+    "{\"metadata\":{\"name\":\"$name\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"$name\"},\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"$name\",\"namespace\":\"$kube_namespace\"}]}" >/dev/null
+  kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts/$name/token" \
+    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+    sed -n 's/.*"token": *"\([^"]*\)".*/\1/p' > "$kube_dir/$name.token"
+  [ -s "$kube_dir/$name.token" ] || die "kubernetes: no token for $name"
+  echo "$kube_dir/$name.token"
+}
+
 # The API server stopped (SIGSTOP) by a test that did not live to resume it.
 thaw_kubernetes() { kube_running && kill -CONT "$(cat "$kube_dir/apiserver.pid")"; true; }
 
