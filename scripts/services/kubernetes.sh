@@ -205,6 +205,30 @@ token_without_kubernetes() {
   echo "$kube_dir/$name.token"
 }
 
+# A new token for the ServiceAccount NAME, bound to the guide's Role,
+# written over its file (printed): the ServiceAccount is deleted and made
+# again first, so every token it had before is refused from now on (401),
+# as a revoked or expired one is.
+rotate_token_kubernetes() {
+  local name=${1:?which ServiceAccount}
+  kube_api DELETE "/api/v1/namespaces/$kube_namespace/serviceaccounts/$name" >/dev/null
+  # Deleted tokens are refused once the ServiceAccount is gone for good.
+  for _ in $(seq 50); do
+    kube_api GET "/api/v1/namespaces/$kube_namespace/serviceaccounts/$name" | grep -q '"code": 404' && break
+    sleep 0.1
+  done
+  kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts" "{\"metadata\":{\"name\":\"$name\"}}" >/dev/null
+  kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/rolebindings" \
+    "{\"metadata\":{\"name\":\"$name\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"flakegen\"},\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"$name\",\"namespace\":\"$kube_namespace\"}]}" >/dev/null
+  kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts/$name/token" \
+    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+    sed -n 's/.*"token": *"\([^"]*\)".*/\1/p' > "$kube_dir/$name.token.new"
+  [ -s "$kube_dir/$name.token.new" ] || die "kubernetes: no token for $name"
+  # Replaced in one step, as the kubelet replaces a projected token.
+  mv "$kube_dir/$name.token.new" "$kube_dir/$name.token"
+  echo "$kube_dir/$name.token"
+}
+
 # The API server stopped (SIGSTOP) by a test that did not live to resume it.
 thaw_kubernetes() { kube_running && kill -CONT "$(cat "$kube_dir/apiserver.pid")"; true; }
 
