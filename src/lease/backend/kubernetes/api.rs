@@ -68,7 +68,9 @@ impl From<http::Error> for Error {
 pub(super) struct Reply {
     pub(super) status: u16,
     pub(super) body: Value,
-    /// The `Date` header: the only clock of the server's a client sees.
+    /// The `Date` header: the only clock of the server's a client sees
+    /// (`flakegen leases check` compares it with this host's).
+    #[cfg_attr(not(feature = "inspect"), allow(dead_code))]
     pub(super) date: Option<String>,
 }
 
