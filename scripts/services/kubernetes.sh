@@ -229,6 +229,59 @@ rotate_token_kubernetes() {
   echo "$kube_dir/$name.token"
 }
 
+# Its etcd's snapshot, for a restore to bring back.
+snapshot_kubernetes() {
+  ETCDCTL_API=3 etcdctl --endpoints "127.0.0.1:$kube_etcd_port" snapshot save "$kube_dir/snapshot.db" \
+    >/dev/null 2>&1 || die "kubernetes: its etcd's snapshot failed"
+}
+
+# Kubernetes' own procedure for a restore: the API server stopped, etcd
+# restored from the snapshot (Debian's etcdctl 3.4 has no --bump-revision,
+# so revisions since the snapshot are given again), both started. With
+# OUTAGE_MS, the API server stays stopped at least that long.
+restore_kubernetes() {
+  local outage_ms=${1:-0} stopped
+  [ -f "$kube_dir/snapshot.db" ] || die "no snapshot of kubernetes' etcd: run snapshot kubernetes first"
+  stopped=$(date +%s%3N)
+  stop_pid_file kube-apiserver "$kube_dir/apiserver.pid"
+  stop_pid_file "kubernetes' etcd" "$kube_dir/etcd.pid"
+  rm -rf "$kube_dir/etcd"
+  ETCDCTL_API=3 etcdctl snapshot restore "$kube_dir/snapshot.db" --name kube --data-dir "$kube_dir/etcd" \
+    --initial-cluster "kube=http://127.0.0.1:$((kube_etcd_port + 1))" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$((kube_etcd_port + 1))" >/dev/null 2>&1 ||
+    die "kubernetes: restoring its etcd from the snapshot failed"
+  local left=$((stopped + outage_ms - $(date +%s%3N)))
+  [ "$left" -gt 0 ] && sleep "$(printf '%d.%03d' $((left / 1000)) $((left % 1000)))"
+  kube_etcd_run
+  kube_apiserver_run
+}
+
+# Writes a scratch object until the store's revision (a LIST's
+# resourceVersion) is TARGET, so that the next write is given TARGET + 1:
+# what makes a revision given before a restore be given again to another
+# write. Fails if the store is past TARGET already.
+bump_revision_kubernetes() {
+  local target=${1:?which revision} leases="/apis/coordination.k8s.io/v1/namespaces/$kube_namespace/leases" rv
+  kube_api POST "$leases" '{"metadata":{"name":"flakegen-scratch"}}' >/dev/null
+  for _ in $(seq 10000); do
+    rv=$(kube_api GET "$leases?limit=1" | jq -r .metadata.resourceVersion)
+    [ "$rv" -eq "$target" ] && return 0
+    [ "$rv" -gt "$target" ] && die "kubernetes: the store is at revision $rv, past $target"
+    kube_api PUT "$leases/flakegen-scratch" \
+      "$(kube_api GET "$leases/flakegen-scratch" | jq -c ".spec.leaseTransitions = ((.spec.leaseTransitions // 0) + 1)")" >/dev/null
+  done
+  die "kubernetes: the store's revision did not reach $target"
+}
+
+# The resourceVersion of the record of WORKER in NAMESPACE (flakegen's).
+resource_version_kubernetes() {
+  kube_api GET "/apis/coordination.k8s.io/v1/namespaces/$kube_namespace/leases?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dflakegen" |
+    jq -r --arg ns "${1:?which namespace}" --arg w "${2:?which worker}" '.items[]
+      | select(.metadata.annotations["flakegen.io/namespace"] == $ns
+               and .metadata.annotations["flakegen.io/worker"] == $w)
+      | .metadata.resourceVersion'
+}
+
 # The API server stopped (SIGSTOP) by a test that did not live to resume it.
 thaw_kubernetes() { kube_running && kill -CONT "$(cat "$kube_dir/apiserver.pid")"; true; }
 
