@@ -1051,3 +1051,48 @@ fn a_role_missing_a_verb_is_named_by_the_check() {
         );
     }
 }
+
+/// In a pod, `kube:///PREFIX` is the whole configuration: the API server
+/// from `KUBERNETES_SERVICE_HOST` and `_PORT` (an address, verified
+/// against the certificate's IP names), the service account's token, CA
+/// and namespace from where Kubernetes mounts them. The pod is a mount
+/// namespace of its own (as root, with util-linux's `unshare`), with the
+/// test server's files at that place.
+#[test]
+fn in_a_pod_kube_prefix_is_the_whole_configuration() {
+    let _serial = serial();
+    let url = url("kubernetes");
+    let param = |name: &str| {
+        url.split(['?', '&'])
+            .find_map(|pair| pair.strip_prefix(&format!("{name}=")))
+            .unwrap()
+            .to_owned()
+    };
+    let (host, port) = address(&url);
+    let account = "/run/secrets/kubernetes.io/serviceaccount";
+    let pod = |args: &str| {
+        let script = format!(
+            "mount -t tmpfs tmpfs /run && mkdir -p {account} && cp {token} {account}/token && \
+             cp {ca} {account}/ca.crt && printf flakegen > {account}/namespace && exec {bin} {args}",
+            token = param("token_file"),
+            ca = param("ca_file"),
+            bin = env!("CARGO_BIN_EXE_flakegen"),
+        );
+        let out = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+            .env("KUBERNETES_SERVICE_HOST", &host)
+            .env("KUBERNETES_SERVICE_PORT", &port)
+            .output()
+            .unwrap();
+        (out.status.success(), said(&out))
+    };
+    let (ok, check) = pod("leases check kube:///flakegen");
+    assert!(ok, "{check}");
+    assert!(
+        lines_on(&check, "tls")[0].contains("host name verified"),
+        "{check}"
+    );
+    assert!(lines_on(&check, "access")[0].starts_with("ok"), "{check}");
+    let (ok, id) = pod("new --lease kube:///flakegen --namespace in-a-pod");
+    assert!(ok, "{id}");
+}
