@@ -61,19 +61,25 @@ impl Seen {
             })
     }
 
-    /// Notes an object's version; `true` if it went down since (a restore).
-    fn went_down(&mut self, namespace: &str, uid: &str, version: Option<u64>) -> bool {
+    /// Notes an object's version; `true` if it went down since (a
+    /// restore). The highest version seen is kept, unless `reset`: an
+    /// object whose content changed is judged from its new version on.
+    fn went_down(&mut self, namespace: &str, uid: &str, version: Option<u64>, reset: bool) -> bool {
         let Some(version) = version else {
             return false;
         };
-        let highest = self
-            .namespace(namespace)
-            .highest
-            .entry(uid.to_owned())
-            .or_insert(version);
-        let down = version < *highest;
-        *highest = (*highest).max(version);
-        down
+        let highest = &mut self.namespace(namespace).highest;
+        match highest.get(uid) {
+            Some(&seen) if !reset && version < seen => true,
+            Some(&seen) if !reset => {
+                highest.insert(uid.to_owned(), seen.max(version));
+                false
+            }
+            _ => {
+                highest.insert(uid.to_owned(), version);
+                false
+            }
+        }
     }
 
     /// Notes the namespace's marker as read (`None`: it has none), and
@@ -87,24 +93,30 @@ impl Seen {
             self.namespace(namespace).marker = None;
             return None;
         };
+        let value = marker.marker_unix_millis;
+        let seen = self.namespace(namespace);
+        // The same marker as before, in the same Lease: a version below
+        // one seen is a restore. A new marker (replaced in place after a
+        // restore, or after a loss) is judged from its own versions on.
+        let same = seen
+            .marker
+            .as_ref()
+            .is_some_and(|m| m.stored.uid == marker.stored.uid && m.marker_unix_millis == value);
         let down = self.went_down(
             namespace,
             &marker.stored.uid,
             marker.stored.version_number(),
+            !same,
         );
         let seen = self.namespace(namespace);
-        let same = seen
-            .marker
-            .as_ref()
-            .is_some_and(|m| m.marker_unix_millis == marker.marker_unix_millis);
-        if down && same {
-            seen.void = Some(marker.marker_unix_millis);
-        } else if seen.void != Some(marker.marker_unix_millis) {
+        if down {
+            seen.void = Some(value);
+        } else if !same {
             seen.void = None;
         }
-        seen.highest_marker = seen.highest_marker.max(marker.marker_unix_millis);
+        seen.highest_marker = seen.highest_marker.max(value);
         seen.marker = Some(marker.clone());
-        (seen.void != Some(marker.marker_unix_millis)).then(|| marker.clone())
+        (seen.void != Some(value)).then(|| marker.clone())
     }
 
     /// Notes a marker this client wrote: in force.
@@ -132,15 +144,26 @@ impl Seen {
         self.namespace(namespace).highest_marker
     }
 
-    /// Notes a record as read or written: a record rolled back voids the
-    /// marker it sits under, which must then be replaced.
+    /// Notes a record as read or written: a record of the marker in force
+    /// rolled back voids that marker, which must then be replaced.
     pub(super) fn record_seen(&mut self, namespace: &str, filed: &Filed, ttl: Duration) {
-        let down = self.went_down(namespace, &filed.stored.uid, filed.stored.version_number());
+        let down = self.went_down(
+            namespace,
+            &filed.stored.uid,
+            filed.stored.version_number(),
+            false,
+        );
         if down {
             let seen = self.namespace(namespace);
-            if let Some(marker) = &seen.marker {
-                seen.void = Some(marker.marker_unix_millis);
+            let in_force = seen.marker.as_ref().map(|m| m.marker_unix_millis);
+            if in_force == Some(filed.record.marker_unix_millis) {
+                seen.void = in_force;
             }
+            // Seen once: judged from this version on.
+            seen.highest.insert(
+                filed.stored.uid.clone(),
+                filed.stored.version_number().unwrap_or(0),
+            );
         }
         self.records.insert(
             (namespace.to_owned(), filed.record.worker),
@@ -160,5 +183,59 @@ impl Seen {
     /// Forgets the record of `worker`: gone, or written by another.
     pub(super) fn forget_record(&mut self, namespace: &str, worker: u64) {
         self.records.remove(&(namespace.to_owned(), worker));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lease::backend::Record;
+    use crate::lease::backend::kubernetes::objects::Stored;
+
+    fn marker(value: u64, rv: u64) -> Marker {
+        Marker {
+            stored: Stored {
+                uid: "m".into(),
+                resource_version: rv.to_string(),
+            },
+            marker_unix_millis: value,
+            high_water: 1,
+        }
+    }
+
+    fn record(marker: u64, rv: u64) -> Filed {
+        Filed {
+            stored: Stored {
+                uid: "r".into(),
+                resource_version: rv.to_string(),
+            },
+            record: Record {
+                marker_unix_millis: marker,
+                ..Record::default()
+            },
+            marker_uid: "m".into(),
+            transitions: 0,
+            acquired: None,
+        }
+    }
+
+    /// A Lease seen at a lower version than before, with the same uid, is
+    /// a restore: the marker is void until replaced, and the marker that
+    /// replaces it (in the same Lease, at versions below those seen before
+    /// the restore) is in force, however many times it is read.
+    #[test]
+    fn a_version_gone_down_voids_the_marker_once() {
+        let mut seen = Seen::default();
+        assert!(seen.marker_read("ns", Some(&marker(100, 50))).is_some());
+        seen.record_seen("ns", &record(100, 60), Duration::ZERO);
+        // The restore: the record's version goes down.
+        seen.record_seen("ns", &record(100, 40), Duration::ZERO);
+        assert!(seen.marker_read("ns", Some(&marker(100, 30))).is_none());
+        // Replaced in place, by another client: a new marker.
+        assert!(seen.marker_read("ns", Some(&marker(200, 35))).is_some());
+        seen.record_seen("ns", &record(100, 40), Duration::ZERO);
+        assert!(seen.marker_read("ns", Some(&marker(200, 36))).is_some());
+        // The marker's own version going down voids it too.
+        assert!(seen.marker_read("ns", Some(&marker(200, 20))).is_none());
     }
 }
