@@ -282,6 +282,12 @@ resource_version_kubernetes() {
       | .metadata.resourceVersion'
 }
 
+# METHOD PATH [BODY] to the API server as its admin (a path under the
+# tests' namespace's Leases), printing its JSON: what a test writes by hand.
+api_kubernetes() {
+  kube_api "${1:?which method}" "/apis/coordination.k8s.io/v1/namespaces/$kube_namespace/leases${2:-}" "${3:-}"
+}
+
 # The API server stopped (SIGSTOP) by a test that did not live to resume it.
 thaw_kubernetes() { kube_running && kill -CONT "$(cat "$kube_dir/apiserver.pid")"; true; }
 

@@ -25,6 +25,7 @@ const WORKER: &str = "flakegen.io/worker";
 const HOLDER: &str = "flakegen.io/holder";
 const VERSION: &str = "flakegen.io/version";
 const EXPIRES: &str = "flakegen.io/expires";
+const TTL: &str = "flakegen.io/ttl";
 const FENCE: &str = "flakegen.io/fence";
 const MARKER_UID: &str = "flakegen.io/marker-uid";
 
@@ -116,6 +117,8 @@ pub(super) struct Filed {
     pub(super) transitions: u64,
     /// When its holder took it: `spec.acquireTime`.
     pub(super) acquired: Option<String>,
+    /// Its lease's TTL, in ms (0 when free).
+    pub(super) ttl_millis: u64,
 }
 
 /// One of flakegen's objects, read.
@@ -206,6 +209,7 @@ pub(super) fn record_body(
     annotations.insert(MARKER.into(), json!(marker.0.to_string()));
     annotations.insert(MARKER_UID.into(), json!(marker.1));
     annotations.insert(EXPIRES.into(), json!(expires.to_string()));
+    annotations.insert(TTL.into(), json!(record.ttl_millis.to_string()));
     annotations.insert(FENCE.into(), json!(record.fence_unix_millis.to_string()));
     let held = !record.holder.is_empty();
     let meta = metadata(
@@ -288,6 +292,7 @@ pub(super) fn parse(item: &Value, names: &Names, address: &str) -> Result<Object
             marker_uid: text(MARKER_UID).unwrap_or_default().to_owned(),
             transitions: item["spec"]["leaseTransitions"].as_u64().unwrap_or(0),
             acquired: item["spec"]["acquireTime"].as_str().map(str::to_owned),
+            ttl_millis: number(TTL)?,
         })),
         other => Err(corrupt(format!(
             "Lease {name}: its label {KIND} is {other:?}, neither a marker nor a record"
