@@ -27,7 +27,8 @@
 # an admin token and a ServiceAccount holding the guide's Role (start,
 # stop, restart, thaw, exports, wipe [NAMESPACE [WORKER|marker]], pid-file,
 # snapshot, restore [OUTAGE_MS], bump-revision REV, resource-version
-# NAMESPACE WORKER, token-without VERB, rotate-token SERVICEACCOUNT). Its
+# NAMESPACE WORKER, token-without VERB, rotate-token SERVICEACCOUNT, api
+# METHOD PATH [BODY]). Its
 # binary is built from the Go module proxy once, into FLAKEGEN_TOOLS_DIR
 # (default /var/cache/flakegen), and reused.
 #

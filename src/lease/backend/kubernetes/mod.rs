@@ -77,7 +77,11 @@ use crate::clock::{Clock, SystemClock};
 /// this registry's times are its host's ([`TimeBase::Client`]), as etcd's
 /// are: every two hosts that lease from one prefix keep their clocks within
 /// the skew allowance of each other. `flakegen leases check` compares this
-/// host's clock with the server's `Date`.
+/// host's clock with the server's `Date`. And a held record another
+/// process wrote expires no earlier than a TTL after this process first
+/// saw its version: a host whose clock runs ahead cannot take a live lease
+/// early (a process that sees a record for the first time waits its TTL
+/// before taking it, if it looks expired; free ids are taken at once).
 ///
 /// # What counts as a loss
 ///
