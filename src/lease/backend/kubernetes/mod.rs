@@ -50,8 +50,9 @@ use crate::clock::{Clock, SystemClock};
 /// `PUT` naming a deleted Lease's version alone would create it anew), or a
 /// `POST`, which fails if the Lease exists. A write that raises the
 /// high-water mark first raises it on the marker's Lease, by the same
-/// compare-and-set. A renewal is one `PUT`; a build, a `LIST` and one or two
-/// writes.
+/// compare-and-set. A renewal is one `PUT`; a build, a `LIST`, then the
+/// marker confirmed (a `GET`, or the `PUT` that raises the high-water
+/// mark) and the record written: 3 round trips.
 ///
 /// # Without a transaction across objects
 ///
