@@ -1,3 +1,7 @@
+// The doc examples run as threads of one process when a test runner wraps
+// them (rustdoc then cannot give each its own): each that builds a
+// generator on the machine's clock takes a worker id no other one takes, or
+// the process refuses the second (`BuildError::WorkerInUse`).
 //! Snowflake-style 64-bit unique IDs.
 //!
 //! An ID is a timestamp, a worker id and a per-unit sequence number packed in

@@ -197,9 +197,9 @@ impl std::fmt::Display for TimeSource {
 /// let (tsc, system) = (clock.unix_nanos(), SystemClock.unix_nanos());
 /// assert!(tsc.abs_diff(system) < 1_000_000_000);
 ///
-/// let generator = Builder::new().worker(12).clock(clock).build_atomic()?;
+/// let generator = Builder::new().worker(8).clock(clock).build_atomic()?;
 /// let id = generator.next_id()?;
-/// assert_eq!(generator.layout().decode(id)?.worker, 12);
+/// assert_eq!(generator.layout().decode(id)?.worker, 8);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Copy, Debug)]

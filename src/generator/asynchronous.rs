@@ -34,7 +34,7 @@ use crate::meter;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), flakegen::Error> {
-/// let generator = Builder::new().worker(3).build(Strategy::Atomic)?;
+/// let generator = Builder::new().worker(6).build(Strategy::Atomic)?;
 /// let first = generator.next_id_async().await?;
 /// let mut ids = [flakegen::Snowflake::default(); 8];
 /// generator.next_ids_async(&mut ids).await?;

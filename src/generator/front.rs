@@ -38,10 +38,10 @@ use crate::meter::{self, Cause};
 /// ```
 /// use flakegen::{AtomicGenerator, IdGenerator, MutexGenerator};
 ///
-/// let atomic = AtomicGenerator::new(1)?;
-/// let mutex = MutexGenerator::new(2)?;
+/// let atomic = AtomicGenerator::new(4)?;
+/// let mutex = MutexGenerator::new(5)?;
 /// assert!(atomic.next_id()? < atomic.next_id()?);
-/// assert_eq!(mutex.worker(), 2);
+/// assert_eq!(mutex.worker(), 5);
 /// # Ok::<(), flakegen::Error>(())
 /// ```
 pub struct Generator<R: Raw<C>, C: Clock = SystemClock> {
