@@ -115,6 +115,14 @@ impl EtcdRegistry {
                         )),
                     },
                     code::UNAVAILABLE => LeaseError::NoQuorum { address, source },
+                    // The call's bound, which the member was told, passed
+                    // before a leader took the request.
+                    code::DEADLINE_EXCEEDED => LeaseError::NoQuorum {
+                        address,
+                        source: said(format!(
+                            "{message}: no leader took the request within the call's bound"
+                        )),
+                    },
                     _ => LeaseError::Server { address, source },
                 }
             }

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, BufReader};
 use tokio::net::TcpStream;
 
-use super::super::http;
+use super::super::{budget, http};
 
 /// What went wrong on one call.
 #[derive(Debug)]
@@ -77,6 +77,7 @@ impl From<http::Error> for Error {
 /// gRPC's codes that the registry tells apart.
 pub(super) mod code {
     pub(in super::super) const INVALID_ARGUMENT: i64 = 3;
+    pub(in super::super) const DEADLINE_EXCEEDED: i64 = 4;
     pub(in super::super) const PERMISSION_DENIED: i64 = 7;
     pub(in super::super) const FAILED_PRECONDITION: i64 = 9;
     pub(in super::super) const UNAVAILABLE: i64 = 14;
@@ -167,7 +168,17 @@ impl Gateway {
             }
         }
         let token = self.token.clone();
-        let headers: Vec<(&str, &str)> = token.iter().map(|t| ("Authorization", &**t)).collect();
+        // The request's own bound, told to the member: one that cannot
+        // commit a write (its leader just died, unknown to it) answers
+        // within it, where it would hold the write for its own request
+        // timeout (7 s at etcd's default election timeout), past the bound
+        // a call on a new connection has for its set-up, and past the fence.
+        let deadline = format!("{}m", budget::timeout(false).as_millis().max(1));
+        let headers: Vec<(&str, &str)> = token
+            .iter()
+            .map(|t| ("Authorization", &**t))
+            .chain([("Grpc-Timeout", &*deadline)])
+            .collect();
         let body = body.to_string();
         let answer = http::post(
             &mut self.stream,
