@@ -192,8 +192,8 @@ pub const REGISTRIES: &[RegistryKind] = &[
         round_trips: RoundTrips {
             new_build: 6,
             warm_build: 5,
-            renewal: 2,
-            release: 2,
+            renewal: 1,
+            release: 1,
             read: 3,
         },
         open: opener!("etcd", etcd::EtcdRegistry),

@@ -323,11 +323,13 @@ impl Txn {
     }
 }
 
-/// A member's answer header: which cluster, and the raft term.
+/// A member's answer header: which cluster, the raft term, and the
+/// store's revision (a write's: every key a transaction puts has it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Header {
     pub(super) cluster: u64,
     pub(super) term: u64,
+    pub(super) revision: u64,
 }
 
 /// A transaction's answer.
@@ -346,6 +348,7 @@ impl Answer {
             header: Header {
                 cluster: number(&header["cluster_id"]).unwrap_or(0),
                 term: number(&header["raft_term"]).unwrap_or(0),
+                revision: number(&header["revision"]).unwrap_or(0),
             },
             succeeded: value["succeeded"].as_bool().unwrap_or(false),
             value,
@@ -471,7 +474,7 @@ mod tests {
         assert_eq!(body["success"].as_array().unwrap().len(), 3);
         assert_eq!(body["failure"].as_array().unwrap().len(), 2);
         let answer = Answer::of(json!({
-            "header": {"cluster_id": "9", "raft_term": "4"},
+            "header": {"cluster_id": "9", "raft_term": "4", "revision": "17"},
             "responses": [
                 {"response_range": {"kvs": [{"key": base64(b"/a"), "value": base64(b"1"),
                     "create_revision": "2", "mod_revision": "3"}]}},
@@ -482,7 +485,8 @@ mod tests {
             answer.header,
             Header {
                 cluster: 9,
-                term: 4
+                term: 4,
+                revision: 17
             }
         );
         assert!(!answer.succeeded);

@@ -137,7 +137,7 @@ impl EtcdRegistry {
     /// Whether the cluster's term went back since this client last saw it
     /// under the epoch `epoch` (the cluster was restored); notes the term
     /// seen.
-    fn rewound(&self, header: Header, epoch: Option<&str>) -> bool {
+    pub(super) fn rewound(&self, header: Header, epoch: Option<&str>) -> bool {
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         match &mut *seen {
             Some(last) if last.cluster == header.cluster && last.epoch.as_deref() == epoch => {

@@ -9,14 +9,17 @@ mod keys;
 mod records;
 mod session;
 mod url;
+mod written;
 
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
 
 use self::gateway::{Gateway, Txn};
 use self::history::Seen;
 use self::records::{Filed, Found};
 use self::url::percent_encode;
+use self::written::{Writes, Written};
 use super::remote::Remote;
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use crate::clock::units::{ceil_millis, floor_millis};
@@ -42,11 +45,13 @@ use crate::clock::{Clock, SystemClock};
 /// transaction that compares the epoch, the namespace's mark (its revision
 /// when the write raises the high-water mark, its creation otherwise) and
 /// the record's revision: the index keys it moves are those of the record
-/// it compared. A [`read`](Registry::read) is three transactions, each a
-/// consistent view at one revision, bounded whatever the number of
-/// records: the free record with the earliest fence, the four
-/// soonest-expiring holders, the id at the high-water mark, and the ids
-/// flakegen probes. Every request is
+/// it compared. A holder's own next write (a renewal, its release), within
+/// its lease's TTL, skips the read: it compares what it wrote, and the
+/// answer's raft term tells a restore it missed. A
+/// [`read`](Registry::read) is three transactions, each a consistent view
+/// at one revision, bounded whatever the number of records: the free
+/// record with the earliest fence, the four soonest-expiring holders, the
+/// id at the high-water mark, and the ids flakegen probes. Every request is
 /// linearizable (served through the leader), and every call, connecting
 /// included, finishes or fails within its timeout on the client. The
 /// client speaks etcd's JSON gateway (`/v3/...` on the client port, served
@@ -115,12 +120,80 @@ pub struct EtcdRegistry {
     seen: Mutex<Option<Seen>>,
     /// The auth token of the last login, which new connections carry.
     token: session::Token,
+    /// The records its holders wrote: what their next writes compare.
+    writes: Writes,
     remote: Remote<Gateway>,
 }
 
 /// The clock this registry's times are read from: its host's.
 fn now_ms() -> u64 {
     floor_millis(SystemClock.unix_nanos())
+}
+
+impl EtcdRegistry {
+    /// Writes `record` over the record this client wrote last (`written`),
+    /// in one transaction that compares the epoch, the mark's creation and
+    /// the record's revision as they were then. `Some` with the swap's
+    /// outcome, or `None` when the record or the history moved since (or
+    /// nothing is known), and the swap must read them first.
+    fn swap_again(
+        &self,
+        keys: &keys::Keys,
+        namespace: &str,
+        worker: u64,
+        written: &Written,
+        record: &NewRecord<'_>,
+    ) -> Result<Option<Option<u64>>, LeaseError> {
+        let key = keys.record(worker);
+        let now = now_ms();
+        let expires = if record.ttl_millis == 0 {
+            0
+        } else {
+            now.saturating_add(record.ttl_millis)
+        };
+        let new_index = Self::index_key(
+            keys,
+            worker,
+            written.marker,
+            record.holder,
+            expires,
+            record.fence_unix_millis,
+        );
+        let mut txn = Txn::new();
+        txn.value_is(&keys.epoch, &written.epoch);
+        txn.created_at(&keys.mark, written.mark_created);
+        txn.modified_at(&key, written.mod_revision);
+        if written.index_key != new_index {
+            txn.delete(&written.index_key);
+        }
+        txn.put(&key, &records::value(record, written.marker, expires));
+        txn.put(&new_index, "");
+        // Forgotten first: after a call that failed, the record's state is
+        // in doubt, and the next write reads it.
+        self.writes.forget(namespace, worker);
+        let answer = self.txn(&txn)?;
+        if self.rewound(answer.header, Some(&written.epoch)) {
+            // A restore this client saw past: whatever landed is under an
+            // epoch no reader past the restore keeps.
+            return Ok(Some(None));
+        }
+        if !answer.succeeded {
+            return Ok(None);
+        }
+        self.writes.note(
+            namespace,
+            worker,
+            Written {
+                version: record.version,
+                mod_revision: answer.header.revision,
+                index_key: new_index,
+                at: Instant::now(),
+                ttl: Duration::from_millis(record.ttl_millis),
+                ..written.clone()
+            },
+        );
+        Ok(Some(Some(now)))
+    }
 }
 
 impl Registry for EtcdRegistry {
@@ -284,6 +357,19 @@ impl Registry for EtcdRegistry {
     ) -> Result<Option<u64>, LeaseError> {
         let keys = self.keys(namespace)?;
         let key = keys.record(worker);
+        // A holder's own next write (a renewal, its release): one
+        // transaction, comparing what it wrote last.
+        if let Some(written) = self
+            .writes
+            .get(namespace, worker)
+            .filter(|w| Some(w.version) == expect.version)
+            .filter(|w| w.marker == expect.marker_unix_millis && worker < w.high_water)
+            .filter(|w| w.recent(record.ttl_millis))
+        {
+            if let Some(done) = self.swap_again(&keys, namespace, worker, &written, record)? {
+                return Ok(done);
+            }
+        }
         let mut txn = Txn::new();
         let head_gets = Self::head_gets(&mut txn, &keys);
         let old = txn.get(&key);
@@ -354,9 +440,30 @@ impl Registry for EtcdRegistry {
         }
         txn.put(&key, &value);
         txn.put(&new_index, "");
+        let answer = self.txn(&txn)?;
+        if !answer.succeeded {
+            self.writes.forget(namespace, worker);
+            return Ok(None);
+        }
+        let high_water = mark.high_water.max(worker + 1);
+        self.writes.note(
+            namespace,
+            worker,
+            Written {
+                version: record.version,
+                marker,
+                mod_revision: answer.header.revision,
+                epoch: head.epoch_text().unwrap_or_default().to_owned(),
+                mark_created: mark.create_revision,
+                high_water,
+                index_key: new_index,
+                at: Instant::now(),
+                ttl: Duration::from_millis(record.ttl_millis),
+            },
+        );
         // The clock the expiry was reckoned from: the write's time, as the
         // contract has a server say it.
-        Ok(self.txn(&txn)?.succeeded.then_some(now))
+        Ok(Some(now))
     }
 
     fn time_base(&self) -> TimeBase {

@@ -10,6 +10,7 @@ use super::super::remote::Remote;
 use super::super::tls::{self, Verify};
 use super::super::url::percent_decode;
 use super::EtcdRegistry;
+use super::written::Writes;
 use crate::lease::backend::LeaseError;
 
 /// What each failure's message tells a user to check, in this registry's
@@ -134,6 +135,7 @@ impl EtcdRegistry {
             tls,
             next: AtomicUsize::new(0),
             seen: Mutex::new(None),
+            writes: Writes::default(),
             token: Mutex::new(None),
         })
     }
