@@ -6,10 +6,10 @@ mod history;
 #[cfg(feature = "inspect")]
 mod inspect;
 mod keys;
+mod known;
 mod records;
 mod session;
 mod url;
-mod written;
 
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 
 use self::gateway::{Gateway, Txn};
 use self::history::Seen;
+use self::known::{Writes, Written};
 use self::records::{Filed, Found};
 use self::url::percent_encode;
-use self::written::{Writes, Written};
 use super::remote::Remote;
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use crate::clock::units::{ceil_millis, floor_millis};

@@ -10,7 +10,7 @@ use super::super::remote::Remote;
 use super::super::tls::{self, Verify};
 use super::super::url::percent_decode;
 use super::EtcdRegistry;
-use super::written::Writes;
+use super::known::Writes;
 use crate::lease::backend::LeaseError;
 
 /// What each failure's message tells a user to check, in this registry's
