@@ -1,7 +1,7 @@
 //! Round trips, counted: every registry's own server reached through a
 //! forwarder that counts the requests it sees answered. A build on a new
-//! connection, a renewal, a release, and a build on a connection already
-//! open each cost a number of round trips, at most what the table of
+//! connection, a renewal, a renewal whose connection was cut, a release,
+//! and a build on a connection already open each cost a number of round trips, at most what the table of
 //! registries says (`flakegen::lease::REGISTRIES`), and this test prints:
 //!
 //! ```text
@@ -97,6 +97,19 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
                         thread::sleep(Duration::from_millis(5));
                     }
                     let renewal = since(&forwarders, before);
+                    // A renewal whose connection was cut: a new one's
+                    // set-up, then the renewal.
+                    for forwarder in &forwarders {
+                        forwarder.cut();
+                    }
+                    let before = now(&forwarders);
+                    let fence = first.lease().unwrap().fence;
+                    let deadline = Instant::now() + Duration::from_secs(20);
+                    while first.lease().unwrap().fence == fence {
+                        assert!(Instant::now() < deadline, "{}: no renewal", server.name);
+                        thread::sleep(Duration::from_millis(5));
+                    }
+                    let reconnecting = since(&forwarders, before);
                     let before = now(&forwarders);
                     first.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
                     let release = since(&forwarders, before);
@@ -108,12 +121,14 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
                     registry.read(ns, &ReadRequest::new(1024)).unwrap();
                     let read = since(&forwarders, before);
                     let row = format!(
-                        "| {} | {} ({} connection) | {} | {} | {} | {} |",
+                        "| {} | {} ({} connection) | {} | {} | {} ({} connection) | {} | {} |",
                         server.name,
                         new_build.1,
                         new_build.0,
                         warm_build.1,
                         renewal.1,
+                        reconnecting.1,
+                        reconnecting.0,
                         release.1,
                         read.1
                     );
@@ -125,6 +140,11 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
                             bound.warm_build,
                         ),
                         ("a renewal", renewal, bound.renewal),
+                        (
+                            "a renewal on a new connection",
+                            reconnecting,
+                            bound.reconnecting_renewal,
+                        ),
                         ("a release", release, bound.release),
                         ("a read", read, bound.read),
                     ] {
@@ -142,8 +162,10 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
             .collect();
         each.into_iter().map(|t| t.join().unwrap()).collect()
     });
-    println!("| registry | new build | warm build | renewal | release | read |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| registry | new build | warm build | renewal | renewal, new connection | release | read |"
+    );
+    println!("|---|---|---|---|---|---|---|");
     for row in rows {
         println!("{row}");
     }

@@ -361,7 +361,7 @@ fn distance(args: &Args, lease: &Lease, registry: &Arc<dyn Registry>, findings: 
             ms(at.build),
             trips.renewal,
             ms(at.renewal),
-            trips.reconnecting_renewal(),
+            trips.reconnecting_renewal,
             ms(at.reconnecting_renewal),
         ),
     );

@@ -78,7 +78,7 @@ impl Lease {
             build_room: open_room(ttl),
             renewal: rtt * round_trips.renewal,
             call_room: self.call_bound(),
-            reconnecting_renewal: rtt * round_trips.reconnecting_renewal(),
+            reconnecting_renewal: rtt * round_trips.reconnecting_renewal,
             renewal_room: reconnect_room(ttl, self.renewal_interval()),
         }
     }
@@ -134,6 +134,7 @@ mod tests {
         new_build: 12,
         warm_build: 3,
         renewal: 1,
+        reconnecting_renewal: 10,
         release: 1,
         read: 1,
     };
@@ -164,6 +165,7 @@ mod tests {
         let one = RoundTrips {
             new_build: 1,
             warm_build: 1,
+            reconnecting_renewal: 1,
             ..TRIPS
         };
         let at = lease.at_distance(Duration::from_millis(2_500), one);

@@ -78,6 +78,12 @@ impl Forwarder {
     /// open now is cut, as one to a server that went away is.
     pub fn switch(&self, target: SocketAddr) {
         *lock(&self.shared.target) = target;
+        self.cut();
+    }
+
+    /// Cuts every connection open now, as a server's restart or a
+    /// middlebox's reset does: new ones go through.
+    pub fn cut(&self) {
         for (stream, _) in lock(&self.shared.open).drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
