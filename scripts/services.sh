@@ -20,8 +20,8 @@
 # rejoin (the other member rebuilt from the primary) and crash; then each
 # its own (flip, writable both|one, dump, undump, backup, unbackup for
 # mariadb-pair; dump, undump, backup, unbackup for postgres-pair;
-# leader, kill|freeze|thaw|revive MEMBER, elect, snapshot, restore for
-# etcd). `verbs` lists them.
+# leader, kill|freeze|thaw|revive MEMBER, elect, snapshot, restore [TOKEN]
+# for etcd). `verbs` lists them.
 #
 # kubernetes: a real kube-apiserver over an etcd member of its own, RBAC on,
 # an admin token and a ServiceAccount holding the guide's Role (start,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use common::etcd::{MEMBERS, SERVER};
 use common::replicated::Replicated;
 use common::server::unknown_ca;
-use flakegen::lease::backend::ReadRequest;
+use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry};
 use flakegen::lease::{self, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, IssueError, Layout, Snowflake};
 
@@ -207,6 +207,60 @@ fn a_snapshot_restore_is_a_detected_loss() {
     );
     assert_eq!(duplicates(&ids), 0);
     drop(late);
+}
+
+/// A write that names what this client last knew of a record (a
+/// renewal, a build's grant), without reading it first, can land in a
+/// cluster restored since: the restore brings back the record, the
+/// revision that wrote it and the history it was written under, just as
+/// the write knew them. Only the answer tells: its raft term below the one
+/// this client saw before the restore, or another cluster's id. The write
+/// is then not taken for done.
+fn a_write_into_a_restored_cluster_is_not_taken_for_done(new_term: bool, token: &[&str]) {
+    let _serial = serial();
+    let cluster = cluster();
+    let registry = lease::connect(&SERVER.url()).unwrap();
+    let ns = namespace("rewound");
+    let request = ReadRequest::new(4);
+    let marker = match registry.read(&ns, &request).unwrap().marker_unix_millis {
+        Some(marker) => marker,
+        None => registry.mark(&ns).unwrap(),
+    };
+    let held = |version| NewRecord {
+        holder: "holder",
+        version,
+        ttl_millis: 60_000,
+        fence_unix_millis: 1,
+    };
+    let at = |version| Expect {
+        marker_unix_millis: marker,
+        version,
+    };
+    assert!(registry.swap(&ns, 0, at(None), &held(1)).unwrap().is_some());
+    // The cluster with the record in it; maybe a new term, which this
+    // client sees; then the cluster as it was.
+    cluster.services("snapshot", &[]);
+    if new_term {
+        cluster.services("elect", &[]);
+        registry.read(&ns, &request).unwrap();
+    }
+    cluster.services("restore", token);
+    assert_eq!(
+        registry.swap(&ns, 0, at(Some(1)), &held(2)).unwrap(),
+        None,
+        "a renewal that landed in the restored cluster was taken for done"
+    );
+}
+
+#[test]
+fn a_write_into_a_cluster_restored_to_an_earlier_term_is_not_taken_for_done() {
+    a_write_into_a_restored_cluster_is_not_taken_for_done(true, &[]);
+}
+
+#[test]
+fn a_write_into_a_cluster_restored_under_a_new_id_is_not_taken_for_done() {
+    let token = namespace("flakegen-rebuilt");
+    a_write_into_a_restored_cluster_is_not_taken_for_done(false, &[&token]);
 }
 
 /// A lease over TLS, verified against the test CA; an unknown CA refused by

@@ -184,20 +184,23 @@ snapshot_etcd() {
   say "etcd snapshot saved to $dir/etcd/snapshot.db"
 }
 
-# Every member stopped, restored from the snapshot (the same token: the
-# cluster keeps its id), and started: the writes since are gone.
+# Every member stopped, restored from the snapshot, and started: the
+# writes since are gone. The token of the last restore keeps the
+# cluster's id; another ($1) gives it a new one, as a restore into a
+# rebuilt cluster does.
 restore_etcd() {
-  local m
+  local m token=${1:-$(cat "$dir/etcd/token" 2>/dev/null || etcd_token)}
   [ -f "$dir/etcd/snapshot.db" ] || die "no etcd snapshot: run snapshot etcd first"
   for m in $etcd_members; do etcd_signal "$m" CONT; stop_pid_file "etcd $m" "$dir/etcd/$m.pid"; done
   for m in $etcd_members; do
     rm -rf "$dir/etcd/$m"
     ETCDCTL_API=3 etcdctl snapshot restore "$dir/etcd/snapshot.db" --name "$m" \
       --data-dir "$dir/etcd/$m" --initial-cluster "$(etcd_initial_cluster)" \
-      --initial-cluster-token "$(etcd_token)" \
+      --initial-cluster-token "$token" \
       --initial-advertise-peer-urls "http://127.0.0.1:$(etcd_peer_port "$m")" >/dev/null 2>&1 ||
       die "etcd: restoring $m from the snapshot failed"
   done
+  echo "$token" > "$dir/etcd/token"
   for m in $etcd_members; do etcd_run "$m"; done
   etcd_ready
   say "etcd restored from $dir/etcd/snapshot.db"

@@ -187,12 +187,12 @@ pub const REGISTRIES: &[RegistryKind] = &[
                       clock: every host's clock must keep within the skew allowance of the \
                       others, unchecked",
         round_trips: RoundTrips {
-            new_build: 6,
-            warm_build: 5,
+            new_build: 5,
+            warm_build: 2,
             renewal: 1,
             reconnecting_renewal: 1,
             release: 1,
-            read: 3,
+            read: 1,
         },
         open: opener!("etcd", etcd::EtcdRegistry),
     },

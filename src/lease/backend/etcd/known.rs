@@ -1,68 +1,149 @@
-//! The records this client wrote, as it wrote them: what its holder's next
-//! write (a renewal, a release) compares, in one transaction, without
-//! reading the record and the namespace's history first.
+//! What this client knows of the records it read and wrote, as it read or
+//! wrote them: what its next write of a record compares, in one
+//! transaction, without reading the record and the namespace's history
+//! again (a build's grant names what its read saw; a renewal and a release
+//! name what the holder wrote), and the mark a namespace's next read
+//! expects, so that one transaction reads all it needs.
 //!
-//! A write that names only what it wrote could land in a cluster restored
-//! since, where a revision it names may have been given again to another
-//! write: so a remembered write is used only while it is younger than its
-//! lease's TTL (a restore takes the cluster down, and one that took longer
-//! is read through), and the answer's raft term, below the one this client
-//! saw, tells a restore that took less (the write is then said not to have
-//! happened, and the record it left is void for every reader past the
-//! restore).
+//! A write that names only what this client knew could land in a cluster
+//! restored since, where a revision it names may have been given again to
+//! another write: so what is known is used only while it is younger than
+//! the lease's TTL (a restore takes the cluster down, and one that took
+//! longer is read through), and an answer from another cluster, or with a
+//! raft term below the one this client saw, tells a restore that took less
+//! (the write is then said not to have happened, and the record it left is
+//! void for every reader past the restore).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-/// A record this client wrote, and the history it wrote it under.
+use super::history::Mark;
+use crate::lease::backend::Expect;
+
+/// A record as this client last knew it, and the history it knew it under:
+/// what a write over it compares.
 #[derive(Clone, Debug)]
-pub(super) struct Written {
-    /// The record's version, as written.
-    pub(super) version: u64,
-    /// The marker it was written under.
-    pub(super) marker: u64,
-    /// The revision the write was given: the record's `mod_revision`.
-    pub(super) mod_revision: u64,
-    /// The epoch's value the write compared.
+pub(super) struct Basis {
+    /// The epoch's value.
     pub(super) epoch: String,
-    /// The namespace's mark: its creation, and the high-water mark.
-    pub(super) mark_created: u64,
-    pub(super) high_water: u64,
-    /// The index entry it filed the record under.
-    pub(super) index_key: String,
-    /// When it was written, and its lease's TTL.
+    /// The cluster that answered.
+    pub(super) cluster: u64,
+    /// The namespace's mark in force.
+    pub(super) mark: Mark,
+    /// The record, or `None` where there was none.
+    pub(super) record: Option<Stored>,
+    /// When it was read or written, and the TTL of the lease it was written
+    /// for (zero for one read).
     pub(super) at: Instant,
     pub(super) ttl: Duration,
 }
 
-impl Written {
-    /// Whether a write may name it without reading the record first: its
-    /// lease's TTL has not passed since (nor the next write's).
-    pub(super) fn recent(&self, ttl_millis: u64) -> bool {
-        self.at.elapsed() <= self.ttl.max(Duration::from_millis(ttl_millis))
+/// A record as stored: its version, the revision that wrote it, and the
+/// index entry that files it.
+#[derive(Clone, Debug)]
+pub(super) struct Stored {
+    pub(super) version: u64,
+    pub(super) mod_revision: u64,
+    pub(super) index_key: String,
+}
+
+impl Basis {
+    /// Whether a write expecting `expect`, for a lease of `ttl_millis`, may
+    /// name it without reading the record first: it is what the write
+    /// expects, and no TTL has passed since it was known.
+    fn serves(&self, expect: &Expect, ttl_millis: u64) -> bool {
+        self.mark.marker == expect.marker_unix_millis
+            && self.record.as_ref().map(|r| r.version) == expect.version
+            && self.at.elapsed() <= self.ttl.max(Duration::from_millis(ttl_millis))
     }
 }
 
-/// The records this client wrote, by namespace and worker id: one per
-/// lease it holds.
+/// A namespace's last read: the mark it found in force, and each record it
+/// saw (or saw absent).
+struct Read {
+    mark: Mark,
+    records: HashMap<u64, Basis>,
+}
+
+/// What this client knows: the records its holders wrote (one per lease it
+/// holds), and each namespace's last read.
 #[derive(Default)]
-pub(super) struct Writes(Mutex<HashMap<(String, u64), Written>>);
+pub(super) struct Known {
+    writes: Mutex<HashMap<(String, u64), Basis>>,
+    reads: Mutex<HashMap<String, Read>>,
+}
 
-impl Writes {
-    pub(super) fn get(&self, namespace: &str, worker: u64) -> Option<Written> {
-        self.lock().get(&(namespace.to_owned(), worker)).cloned()
+impl Known {
+    /// What a write of `worker`'s record expecting `expect` may compare:
+    /// the holder's own last write, else what the last read saw.
+    pub(super) fn basis(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: &Expect,
+        ttl_millis: u64,
+    ) -> Option<Basis> {
+        let written = lock(&self.writes)
+            .get(&(namespace.to_owned(), worker))
+            .filter(|b| b.serves(expect, ttl_millis))
+            .cloned();
+        written.or_else(|| {
+            lock(&self.reads)
+                .get(namespace)?
+                .records
+                .get(&worker)
+                .filter(|b| b.serves(expect, ttl_millis))
+                .cloned()
+        })
     }
 
-    pub(super) fn note(&self, namespace: &str, worker: u64, written: Written) {
-        self.lock().insert((namespace.to_owned(), worker), written);
+    /// Notes a write of `worker`'s record: the last read's view of it is
+    /// past, and a mark it raised is the one the next read expects.
+    pub(super) fn wrote(&self, namespace: &str, worker: u64, basis: Basis) {
+        if let Some(read) = lock(&self.reads).get_mut(namespace) {
+            read.records.remove(&worker);
+            if read.mark.marker == basis.mark.marker && read.mark.high_water < basis.mark.high_water
+            {
+                read.mark = basis.mark;
+            }
+        }
+        lock(&self.writes).insert((namespace.to_owned(), worker), basis);
     }
 
+    /// Forgets `worker`'s record: the next write of it reads first.
     pub(super) fn forget(&self, namespace: &str, worker: u64) {
-        self.lock().remove(&(namespace.to_owned(), worker));
+        lock(&self.writes).remove(&(namespace.to_owned(), worker));
+        self.forget_read(namespace, worker);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, u64), Written>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    fn forget_read(&self, namespace: &str, worker: u64) {
+        if let Some(read) = lock(&self.reads).get_mut(namespace) {
+            read.records.remove(&worker);
+        }
     }
+
+    /// Notes a read of `namespace` that found `mark` in force and saw
+    /// `records`; `None` forgets the last (no mark was in force).
+    pub(super) fn read(&self, namespace: &str, seen: Option<(Mark, Vec<(u64, Basis)>)>) {
+        let mut reads = lock(&self.reads);
+        match seen {
+            Some((mark, records)) => {
+                let records = records.into_iter().collect();
+                reads.insert(namespace.to_owned(), Read { mark, records });
+            }
+            None => {
+                reads.remove(namespace);
+            }
+        }
+    }
+
+    /// The mark the last read of `namespace` found in force.
+    pub(super) fn mark(&self, namespace: &str) -> Option<Mark> {
+        lock(&self.reads).get(namespace).map(|read| read.mark)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -11,13 +11,16 @@ mod records;
 mod session;
 mod url;
 
+use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::Mutex;
 use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
-use self::gateway::{Gateway, Txn};
-use self::history::Seen;
-use self::known::{Writes, Written};
+use self::gateway::{Gateway, Get, Kv, Txn};
+use self::history::{Mark, Seen};
+use self::keys::Keys;
+use self::known::{Basis, Known, Stored};
 use self::records::{Filed, Found};
 use self::url::percent_encode;
 use super::remote::Remote;
@@ -41,17 +44,21 @@ use crate::clock::{Clock, SystemClock};
 /// (Numbers are zero-padded to 20 digits, so keys sort as numbers; a
 /// namespace's `/` and `%` are percent-encoded.)
 ///
-/// A [`swap`](Registry::swap) reads the record, then writes it in one
-/// transaction that compares the epoch, the namespace's mark (its revision
-/// when the write raises the high-water mark, its creation otherwise) and
-/// the record's revision: the index keys it moves are those of the record
-/// it compared. A holder's own next write (a renewal, its release), within
-/// its lease's TTL, skips the read: it compares what it wrote, and the
-/// answer's raft term tells a restore it missed. A
-/// [`read`](Registry::read) is three transactions, each a consistent view
-/// at one revision, bounded whatever the number of records: the free
-/// record with the earliest fence, the four soonest-expiring holders, the
-/// id at the high-water mark, and the ids flakegen probes. Every request is
+/// A [`swap`](Registry::swap) writes the record in one transaction that
+/// compares the epoch, the namespace's mark (its revision when the write
+/// raises the high-water mark, its creation otherwise) and the record's
+/// revision, as this client last knew them: the index keys it moves are
+/// those of the record it compared. What it knew is the holder's own last
+/// write (a renewal, a release) or the read the build chose from, within a
+/// TTL; the answer's cluster and raft term tell a restore it missed.
+/// Knowing nothing, or finding that something moved, it reads the record
+/// first. A [`read`](Registry::read) is one transaction where the
+/// namespace's mark is the one this client last read (two where it moved,
+/// and one more for index entries whose records it did not read), each a
+/// consistent view at one revision, bounded whatever the number of
+/// records: the free record with the earliest fence, the four
+/// soonest-expiring holders, the id at the high-water mark, and the ids
+/// flakegen probes. Every request is
 /// linearizable (served through the leader), and every call, connecting
 /// included, finishes or fails within its timeout on the client. The
 /// client speaks etcd's JSON gateway (`/v3/...` on the client port, served
@@ -120,8 +127,8 @@ pub struct EtcdRegistry {
     seen: Mutex<Option<Seen>>,
     /// The auth token of the last login, which new connections carry.
     token: session::Token,
-    /// The records its holders wrote: what their next writes compare.
-    writes: Writes,
+    /// The records it read and wrote: what its next writes compare.
+    known: Known,
     remote: Remote<Gateway>,
 }
 
@@ -130,21 +137,71 @@ fn now_ms() -> u64 {
     floor_millis(SystemClock.unix_nanos())
 }
 
+/// What a write over a known record came to.
+enum Outcome {
+    /// It landed: the clock its expiry was reckoned from.
+    Landed(u64),
+    /// The record or the history moved since: read them again.
+    Moved,
+    /// It landed in a cluster restored since, or in another: it did not
+    /// happen.
+    Void,
+}
+
+/// The ranges a read takes under a namespace's mark.
+struct Ranges {
+    /// The free record with the earliest fence.
+    free: Get,
+    /// The four soonest-expiring holders.
+    held: Get,
+    /// The id at the high-water mark.
+    at_mark: Option<(u64, Get)>,
+    /// The ids probed, from the first, as many keys as ids (keys sort as
+    /// numbers).
+    probe: Option<(Range<u64>, Get)>,
+}
+
 impl EtcdRegistry {
-    /// Writes `record` over the record this client wrote last (`written`),
-    /// in one transaction that compares the epoch, the mark's creation and
-    /// the record's revision as they were then. `Some` with the swap's
-    /// outcome, or `None` when the record or the history moved since (or
-    /// nothing is known), and the swap must read them first.
-    fn swap_again(
+    /// Adds to `txn` the ranges a read of `request` takes under `mark`.
+    fn ranges(txn: &mut Txn, keys: &Keys, mark: &Mark, request: &ReadRequest) -> Ranges {
+        let probed = request.probed();
+        let free = txn.scan(&keys.free(mark.marker), None, 1, true);
+        let held = txn.scan(&keys.held(mark.marker), None, 4, true);
+        let high = mark.high_water;
+        let at_mark = (high < request.workers).then(|| (high, txn.get(&keys.record(high))));
+        let probe = (!probed.is_empty()).then(|| {
+            let from = keys.record(probed.start);
+            let get = txn.scan(
+                &keys.records(),
+                Some(&from),
+                probed.end - probed.start,
+                false,
+            );
+            (probed, get)
+        });
+        Ranges {
+            free,
+            held,
+            at_mark,
+            probe,
+        }
+    }
+
+    /// Writes `record` over `worker`'s record as `basis` knew it, in one
+    /// transaction that compares the epoch, the namespace's mark (its
+    /// revision when the write raises the high-water mark, its creation
+    /// otherwise) and the record's revision: the index entry it moves is
+    /// the one of the record it compared.
+    fn write(
         &self,
-        keys: &keys::Keys,
+        keys: &Keys,
         namespace: &str,
         worker: u64,
-        written: &Written,
+        basis: &Basis,
         record: &NewRecord<'_>,
-    ) -> Result<Option<Option<u64>>, LeaseError> {
+    ) -> Result<Outcome, LeaseError> {
         let key = keys.record(worker);
+        let mark = basis.mark;
         let now = now_ms();
         let expires = if record.ttl_millis == 0 {
             0
@@ -154,45 +211,74 @@ impl EtcdRegistry {
         let new_index = Self::index_key(
             keys,
             worker,
-            written.marker,
+            mark.marker,
             record.holder,
             expires,
             record.fence_unix_millis,
         );
         let mut txn = Txn::new();
-        txn.value_is(&keys.epoch, &written.epoch);
-        txn.created_at(&keys.mark, written.mark_created);
-        txn.modified_at(&key, written.mod_revision);
-        if written.index_key != new_index {
-            txn.delete(&written.index_key);
+        txn.value_is(&keys.epoch, &basis.epoch);
+        let raises = worker >= mark.high_water;
+        if raises {
+            txn.modified_at(&keys.mark, mark.mod_revision);
+            txn.put(
+                &keys.mark,
+                &format!("{} {} {}", mark.epoch, mark.marker, worker + 1),
+            );
+        } else {
+            // Renewals leave the mark alone: only its creation is compared,
+            // so that one raising it does not fail them.
+            txn.created_at(&keys.mark, mark.create_revision);
         }
-        txn.put(&key, &records::value(record, written.marker, expires));
+        match &basis.record {
+            Some(old) => {
+                txn.modified_at(&key, old.mod_revision);
+                // One transaction may not name a key twice.
+                if old.index_key != new_index {
+                    txn.delete(&old.index_key);
+                }
+            }
+            None => txn.created_at(&key, 0),
+        }
+        txn.put(&key, &records::value(record, mark.marker, expires));
         txn.put(&new_index, "");
         // Forgotten first: after a call that failed, the record's state is
         // in doubt, and the next write reads it.
-        self.writes.forget(namespace, worker);
+        self.known.forget(namespace, worker);
+        let sent = Instant::now();
         let answer = self.txn(&txn)?;
-        if self.rewound(answer.header, Some(&written.epoch)) {
+        if !answer.succeeded {
+            return Ok(Outcome::Moved);
+        }
+        if answer.header.cluster != basis.cluster || self.rewound(answer.header, Some(&basis.epoch))
+        {
             // A restore this client saw past: whatever landed is under an
             // epoch no reader past the restore keeps.
-            return Ok(Some(None));
+            return Ok(Outcome::Void);
         }
-        if !answer.succeeded {
-            return Ok(None);
-        }
-        self.writes.note(
+        let revision = answer.header.revision;
+        self.known.wrote(
             namespace,
             worker,
-            Written {
-                version: record.version,
-                mod_revision: answer.header.revision,
-                index_key: new_index,
-                at: Instant::now(),
+            Basis {
+                mark: Mark {
+                    high_water: mark.high_water.max(worker + 1),
+                    mod_revision: if raises { revision } else { mark.mod_revision },
+                    ..mark
+                },
+                record: Some(Stored {
+                    version: record.version,
+                    mod_revision: revision,
+                    index_key: new_index,
+                }),
+                at: sent,
                 ttl: Duration::from_millis(record.ttl_millis),
-                ..written.clone()
+                ..basis.clone()
             },
         );
-        Ok(Some(Some(now)))
+        // The clock the expiry was reckoned from: the write's time, as the
+        // contract has a server say it.
+        Ok(Outcome::Landed(now))
     }
 }
 
@@ -200,24 +286,34 @@ impl Registry for EtcdRegistry {
     fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
         let keys = self.keys(namespace)?;
         let workers = request.workers;
+        let started = Instant::now();
+        // The mark the last read found: its ranges ride in the first
+        // transaction, and a second is needed only where the mark moved.
+        let expected = self.known.mark(namespace);
         let mut txn = Txn::new();
         let head_gets = Self::head_gets(&mut txn, &keys);
-        let preferred = request
-            .prefer
-            .filter(|&w| w < workers)
-            .map(|w| txn.get(&keys.record(w)));
-        let first = (workers > 0).then(|| txn.get(&keys.record(0)));
+        let mut singles = Vec::new();
+        if let Some(w) = request.prefer.filter(|&w| w < workers) {
+            singles.push((w, txn.get(&keys.record(w))));
+        }
+        if workers > 0 {
+            singles.push((0, txn.get(&keys.record(0))));
+        }
+        let guessed = expected.map(|mark| (mark, Self::ranges(&mut txn, &keys, &mark, request)));
         let answer = self.txn(&txn)?;
         let head = self.head(&answer, &head_gets)?;
         let mut found = Found::default();
-        for get in [preferred, first].into_iter().flatten() {
-            if let Some(kv) = self.kv(&answer, get)? {
-                found.add(self.record_of(&kv)?);
-            }
+        // The records this answer read, or saw absent, by id.
+        let mut in_hand: HashMap<u64, Option<Kv>> = HashMap::new();
+        for (worker, get) in singles {
+            let kv = self.kv(&answer, get)?;
+            found.saw(self, worker, kv.as_ref())?;
+            in_hand.insert(worker, kv);
         }
         let Some(mark) = head.in_force() else {
             // No mark in force: every record is from before it, and the
             // high-water mark is 0.
+            self.known.read(namespace, None);
             return Ok(Snapshot {
                 server_unix_millis: now_ms(),
                 marker_unix_millis: None,
@@ -226,29 +322,26 @@ impl Registry for EtcdRegistry {
             });
         };
         self.raise_witness(&head, &keys)?;
-        let (marker, high) = (mark.marker, mark.high_water);
-        let probed = request.probed();
-
-        let mut txn = Txn::new();
-        let free = txn.scan(&keys.free(marker), None, 1, true);
-        let held = txn.scan(&keys.held(marker), None, 4, true);
-        let at_mark = (high < workers).then(|| txn.get(&keys.record(high)));
-        let probe = (!probed.is_empty()).then(|| {
-            txn.scan(
-                &keys.records(),
-                Some(&keys.record(probed.start)),
-                probed.end - probed.start,
-                false,
-            )
-        });
-        let answer = self.txn(&txn)?;
+        let (answer, ranges) = match guessed {
+            Some((guess, ranges))
+                if (guess.marker, guess.high_water) == (mark.marker, mark.high_water) =>
+            {
+                (answer, ranges)
+            }
+            _ => {
+                in_hand.clear();
+                let mut txn = Txn::new();
+                let ranges = Self::ranges(&mut txn, &keys, &mark, request);
+                (self.txn(&txn)?, ranges)
+            }
+        };
         let now = now_ms();
         // Index entries: free at the head, held past their expiry.
         let mut entries = Vec::new();
-        for kv in self.kvs(&answer, free)? {
+        for kv in self.kvs(&answer, ranges.free)? {
             entries.push((self.worker_of(&kv.key)?, kv.key));
         }
-        for kv in self.kvs(&answer, held)? {
+        for kv in self.kvs(&answer, ranges.held)? {
             let expires = kv
                 .key
                 .rsplit('/')
@@ -258,43 +351,69 @@ impl Registry for EtcdRegistry {
                 entries.push((self.worker_of(&kv.key)?, kv.key));
             }
         }
-        if let Some(get) = at_mark {
-            if let Some(kv) = self.kv(&answer, get)? {
-                found.add(self.record_of(&kv)?);
-            }
+        if let Some((high, get)) = ranges.at_mark {
+            let kv = self.kv(&answer, get)?;
+            found.saw(self, high, kv.as_ref())?;
+            in_hand.insert(high, kv);
         }
-        // The probe: every record from its first id, as many keys as it
-        // has ids (keys sort as numbers), those past it left out.
-        for kv in probe
-            .map(|get| self.kvs(&answer, get))
-            .transpose()?
-            .unwrap_or_default()
-        {
-            let record = self.record_of(&kv)?;
-            if probed.contains(&record.worker) {
-                found.add(record);
+        if let Some((probed, get)) = ranges.probe {
+            for w in probed.clone() {
+                in_hand.insert(w, None);
+            }
+            // Those past the probe left out.
+            for kv in self.kvs(&answer, get)? {
+                let record = self.record_of(&kv)?;
+                if probed.contains(&record.worker) {
+                    found.add(record.clone(), kv.mod_revision);
+                    in_hand.insert(record.worker, Some(kv));
+                }
             }
         }
 
-        // The entries' records.
-        if !entries.is_empty() {
+        // The entries' records: those this answer read, and the others in
+        // one more transaction.
+        let (near, far): (Vec<_>, Vec<_>) = entries
+            .into_iter()
+            .partition(|(w, _)| in_hand.contains_key(w));
+        let mut checked: Vec<_> = near
+            .into_iter()
+            .map(|entry| {
+                let kv = in_hand[&entry.0].clone();
+                (entry, kv)
+            })
+            .collect();
+        if !far.is_empty() {
             let mut txn = Txn::new();
-            let gets: Vec<_> = entries
-                .iter()
-                .map(|(w, _)| txn.get(&keys.record(*w)))
-                .collect();
+            let gets: Vec<_> = far.iter().map(|(w, _)| txn.get(&keys.record(*w))).collect();
             let answer = self.txn(&txn)?;
-            let filed = Filed {
-                keys: &keys,
-                marker,
-            };
-            self.reconcile(&filed, &answer, entries.into_iter().zip(gets), &mut found)?;
+            for (entry, get) in far.into_iter().zip(gets) {
+                checked.push((entry, self.kv(&answer, get)?));
+            }
         }
+        let filed = Filed {
+            keys: &keys,
+            marker: mark.marker,
+        };
+        self.reconcile(&filed, checked, &mut found)?;
+        let basis = |record| Basis {
+            epoch: head.epoch_text().unwrap_or_default().to_owned(),
+            cluster: head.header.cluster,
+            mark,
+            record,
+            at: started,
+            ttl: Duration::ZERO,
+        };
+        let seen = found
+            .stored(&keys)
+            .into_iter()
+            .map(|(worker, stored)| (worker, basis(stored)))
+            .collect();
+        self.known.read(namespace, Some((mark, seen)));
         Ok(Snapshot {
             server_unix_millis: now,
-            marker_unix_millis: Some(marker),
+            marker_unix_millis: Some(mark.marker),
             records: found.records,
-            high_water: high,
+            high_water: mark.high_water,
         })
     }
 
@@ -356,23 +475,23 @@ impl Registry for EtcdRegistry {
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
         let keys = self.keys(namespace)?;
-        let key = keys.record(worker);
-        // A holder's own next write (a renewal, its release): one
-        // transaction, comparing what it wrote last.
-        if let Some(written) = self
-            .writes
-            .get(namespace, worker)
-            .filter(|w| Some(w.version) == expect.version)
-            .filter(|w| w.marker == expect.marker_unix_millis && worker < w.high_water)
-            .filter(|w| w.recent(record.ttl_millis))
+        // What this client knows of the record (its holder's last write, or
+        // the read the choice came from): one transaction names it.
+        if let Some(basis) = self
+            .known
+            .basis(namespace, worker, &expect, record.ttl_millis)
         {
-            if let Some(done) = self.swap_again(&keys, namespace, worker, &written, record)? {
-                return Ok(done);
+            match self.write(&keys, namespace, worker, &basis, record)? {
+                Outcome::Landed(now) => return Ok(Some(now)),
+                Outcome::Void => return Ok(None),
+                Outcome::Moved => {}
             }
         }
+        let key = keys.record(worker);
         let mut txn = Txn::new();
         let head_gets = Self::head_gets(&mut txn, &keys);
         let old = txn.get(&key);
+        let read = Instant::now();
         let answer = self.txn(&txn)?;
         let head = self.head(&answer, &head_gets)?;
         // A cluster restored since the mark was written (its term went
@@ -391,79 +510,31 @@ impl Registry for EtcdRegistry {
         if old.as_ref().map(|(r, _)| r.version) != expect.version {
             return Ok(None);
         }
-        let marker = mark.marker;
-        let now = now_ms();
-        let expires = if record.ttl_millis == 0 {
-            0
-        } else {
-            now.saturating_add(record.ttl_millis)
-        };
-        let value = records::value(record, marker, expires);
-        let new_index = Self::index_key(
-            &keys,
-            worker,
-            marker,
-            record.holder,
-            expires,
-            record.fence_unix_millis,
-        );
-        let mut txn = Txn::new();
-        txn.value_is(&keys.epoch, head.epoch_text().unwrap_or_default());
-        if worker >= mark.high_water {
-            txn.modified_at(&keys.mark, mark.mod_revision);
-            txn.put(
-                &keys.mark,
-                &format!("{} {marker} {}", mark.epoch, worker + 1),
-            );
-        } else {
-            // Renewals leave the mark alone: only its creation is compared,
-            // so that one raising it does not fail them.
-            txn.created_at(&keys.mark, mark.create_revision);
-        }
-        match &old {
-            Some((old, revision)) => {
-                txn.modified_at(&key, *revision);
-                let old_index = Self::index_key(
+        let basis = Basis {
+            epoch: head.epoch_text().unwrap_or_default().to_owned(),
+            cluster: head.header.cluster,
+            mark,
+            record: old.map(|(old, revision)| Stored {
+                version: old.version,
+                mod_revision: revision,
+                index_key: Self::index_key(
                     &keys,
                     worker,
                     old.marker_unix_millis,
                     &old.holder,
                     old.expires_unix_millis,
                     old.fence_unix_millis,
-                );
-                // One transaction may not name a key twice.
-                if old_index != new_index {
-                    txn.delete(&old_index);
-                }
-            }
-            None => txn.created_at(&key, 0),
-        }
-        txn.put(&key, &value);
-        txn.put(&new_index, "");
-        let answer = self.txn(&txn)?;
-        if !answer.succeeded {
-            self.writes.forget(namespace, worker);
-            return Ok(None);
-        }
-        let high_water = mark.high_water.max(worker + 1);
-        self.writes.note(
-            namespace,
-            worker,
-            Written {
-                version: record.version,
-                marker,
-                mod_revision: answer.header.revision,
-                epoch: head.epoch_text().unwrap_or_default().to_owned(),
-                mark_created: mark.create_revision,
-                high_water,
-                index_key: new_index,
-                at: Instant::now(),
-                ttl: Duration::from_millis(record.ttl_millis),
+                ),
+            }),
+            at: read,
+            ttl: Duration::ZERO,
+        };
+        Ok(
+            match self.write(&keys, namespace, worker, &basis, record)? {
+                Outcome::Landed(now) => Some(now),
+                Outcome::Moved | Outcome::Void => None,
             },
-        );
-        // The clock the expiry was reckoned from: the write's time, as the
-        // contract has a server say it.
-        Ok(Some(now))
+        )
     }
 
     fn time_base(&self) -> TimeBase {

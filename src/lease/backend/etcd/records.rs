@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::EtcdRegistry;
-use super::gateway::{Answer, Get, Kv, Txn};
+use super::gateway::{Kv, Txn};
 use super::keys::{Keys, pad};
+use super::known::Stored;
 use crate::lease::backend::LeaseError;
 use crate::lease::backend::{NewRecord, Record};
 
@@ -24,18 +25,64 @@ pub(super) fn value(record: &NewRecord<'_>, marker: u64, expires: u64) -> String
     .to_string()
 }
 
-/// The records of a snapshot, each id once.
+/// The records of a snapshot, each id once, and the revision each was
+/// read at; the ids seen with no record.
 #[derive(Default)]
 pub(super) struct Found {
     pub(super) records: Vec<Record>,
+    revisions: Vec<u64>,
+    absent: Vec<u64>,
     listed: BTreeSet<u64>,
 }
 
 impl Found {
-    pub(super) fn add(&mut self, record: Record) {
-        if self.listed.insert(record.worker) {
-            self.records.push(record);
+    /// Adds what a key read for `worker` held, a record or none.
+    pub(super) fn saw(
+        &mut self,
+        registry: &EtcdRegistry,
+        worker: u64,
+        kv: Option<&Kv>,
+    ) -> Result<(), LeaseError> {
+        match kv {
+            Some(kv) => self.add(registry.record_of(kv)?, kv.mod_revision),
+            // A record another range finds (read later) still counts.
+            None if !self.listed.contains(&worker) && !self.absent.contains(&worker) => {
+                self.absent.push(worker);
+            }
+            None => {}
         }
+        Ok(())
+    }
+
+    pub(super) fn add(&mut self, record: Record, mod_revision: u64) {
+        if self.listed.insert(record.worker) {
+            self.absent.retain(|&w| w != record.worker);
+            self.records.push(record);
+            self.revisions.push(mod_revision);
+        }
+    }
+
+    /// Each id seen, as stored: what a write over it compares.
+    pub(super) fn stored(&self, keys: &Keys) -> Vec<(u64, Option<Stored>)> {
+        let records = self.records.iter().zip(&self.revisions).map(|(r, &rev)| {
+            let index_key = EtcdRegistry::index_key(
+                keys,
+                r.worker,
+                r.marker_unix_millis,
+                &r.holder,
+                r.expires_unix_millis,
+                r.fence_unix_millis,
+            );
+            let stored = Stored {
+                version: r.version,
+                mod_revision: rev,
+                index_key,
+            };
+            (r.worker, Some(stored))
+        });
+        records
+            .chain(self.absent.iter().map(|&w| (w, None)))
+            .collect()
     }
 }
 
@@ -128,21 +175,20 @@ pub(super) struct Filed<'a> {
 
 impl EtcdRegistry {
     /// Checks each index entry (its worker id and key) against the record
-    /// `answer` got for it: one that files its record adds it to `found`;
-    /// one that does not is dropped, and its record, if any, added all the
-    /// same: a probe finds an id whose record is gone.
+    /// read for it: one that files its record adds it to `found`; one that
+    /// does not is dropped, and its record, if any, added all the same: a
+    /// probe finds an id whose record is gone.
     pub(super) fn reconcile(
         &self,
         filed: &Filed<'_>,
-        answer: &Answer,
-        entries: impl Iterator<Item = ((u64, String), Get)>,
+        entries: Vec<((u64, String), Option<Kv>)>,
         found: &mut Found,
     ) -> Result<(), LeaseError> {
         let Filed { keys, marker } = *filed;
         let mut stale = Vec::new();
-        for ((worker, index_key), get) in entries {
-            let kv = self.kv(answer, get)?;
+        for ((worker, index_key), kv) in entries {
             let record = kv.as_ref().map(|kv| self.record_of(kv)).transpose()?;
+            let revision = kv.map_or(0, |kv| kv.mod_revision);
             let files = record.as_ref().is_some_and(|r| {
                 r.marker_unix_millis == marker
                     && index_key
@@ -155,13 +201,11 @@ impl EtcdRegistry {
                             r.fence_unix_millis,
                         )
             });
-            if files {
-                found.add(record.expect("filed"));
-                continue;
+            if !files {
+                stale.push((index_key, worker, revision));
             }
-            stale.push((index_key, worker, kv.map_or(0, |kv| kv.mod_revision)));
             if let Some(record) = record {
-                found.add(record);
+                found.add(record, revision);
             }
         }
         self.drop_stale(keys, &stale)

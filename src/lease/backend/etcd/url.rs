@@ -10,7 +10,7 @@ use super::super::remote::Remote;
 use super::super::tls::{self, Verify};
 use super::super::url::percent_decode;
 use super::EtcdRegistry;
-use super::known::Writes;
+use super::known::Known;
 use crate::lease::backend::LeaseError;
 
 /// What each failure's message tells a user to check, in this registry's
@@ -135,7 +135,7 @@ impl EtcdRegistry {
             tls,
             next: AtomicUsize::new(0),
             seen: Mutex::new(None),
-            writes: Writes::default(),
+            known: Known::default(),
             token: Mutex::new(None),
         })
     }
