@@ -56,6 +56,17 @@ fn build(registry: &Arc<dyn Registry>, ns: &str) -> impl IdGenerator + use<> {
         .unwrap()
 }
 
+/// Waits for `generator`'s next renewal: its fence moves when one is
+/// confirmed.
+fn next_renewal(generator: &impl IdGenerator, server: &str) {
+    let fence = generator.lease().unwrap().fence;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while generator.lease().unwrap().fence == fence {
+        assert!(Instant::now() < deadline, "{server}: no renewal");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn each_step_costs_the_round_trips_it_is_held_to() {
     let namespaces: Vec<String> = ALL.iter().map(|s| namespace(s.name)).collect();
@@ -88,14 +99,8 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
                     let registry: Arc<dyn Registry> = lease::connect(&url).unwrap();
                     let first = build(&registry, ns);
                     let new_build = now(&forwarders);
-                    // One renewal: the fence moves when it is confirmed.
                     let before = now(&forwarders);
-                    let fence = first.lease().unwrap().fence;
-                    let deadline = Instant::now() + Duration::from_secs(20);
-                    while first.lease().unwrap().fence == fence {
-                        assert!(Instant::now() < deadline, "{}: no renewal", server.name);
-                        thread::sleep(Duration::from_millis(5));
-                    }
+                    next_renewal(&first, server.name);
                     let renewal = since(&forwarders, before);
                     // A renewal whose connection was cut: a new one's
                     // set-up, then the renewal.
@@ -103,12 +108,7 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
                         forwarder.cut();
                     }
                     let before = now(&forwarders);
-                    let fence = first.lease().unwrap().fence;
-                    let deadline = Instant::now() + Duration::from_secs(20);
-                    while first.lease().unwrap().fence == fence {
-                        assert!(Instant::now() < deadline, "{}: no renewal", server.name);
-                        thread::sleep(Duration::from_millis(5));
-                    }
+                    next_renewal(&first, server.name);
                     let reconnecting = since(&forwarders, before);
                     let before = now(&forwarders);
                     first.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
