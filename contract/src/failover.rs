@@ -12,7 +12,7 @@ use flakegen::lease::{LeaseError, LeaseState};
 use flakegen::{BuildError, IdGenerator, IssueError, Layout, Snowflake};
 
 use crate::store::{SKEW, Store, TTL, namespace};
-use crate::support::assert_strictly_increasing;
+use crate::support::{StopOnDrop, assert_strictly_increasing};
 use crate::{Failover, Fixture};
 
 /// Two ids, 1 ms units: one for the holder that fails over, one held by
@@ -58,16 +58,6 @@ fn unix_ms(id: Snowflake) -> u64 {
 fn system_ms(time: SystemTime) -> u64 {
     time.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// Stops the issuing threads when a rule ends, however it ends: a scope
-/// whose threads never stop would hold the test until CI's limit.
-struct StopOnDrop<'a>(&'a AtomicBool);
-
-impl Drop for StopOnDrop<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
 }
 
 /// What a holder issued until `stop`: each ID and when it came, and the

@@ -1,6 +1,7 @@
 //! What the suite's tests share, and flakegen's own tests with them: every
 //! strategy from one builder, and the order of IDs.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flakegen::{
@@ -68,5 +69,15 @@ pub fn assert_strictly_increasing(ids: &[Snowflake], context: impl std::fmt::Dis
             i + 1,
             ids[i + 1]
         );
+    }
+}
+
+/// Stops the issuing threads when a rule ends, however it ends: a scope
+/// whose threads never stop would hold the test until CI's limit.
+pub(crate) struct StopOnDrop<'a>(pub(crate) &'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
