@@ -14,7 +14,7 @@ use flakegen::lease::{Lease, Readiness};
 use flakegen::{IdGenerator, IssueError, Layout, Snowflake};
 
 use crate::store::{SKEW, Store, TTL, namespace, now_ms};
-use crate::support::assert_strictly_increasing;
+use crate::support::{StopOnDrop, assert_strictly_increasing};
 use crate::{Fixture, Wipe};
 
 /// Four ids, 1 ms units.
@@ -98,6 +98,8 @@ fn wipe_under_generators(fixture: &dyn Fixture, kind: &str) {
     let mut wiped = 0;
     let c = std::sync::OnceLock::new();
     thread::scope(|scope| {
+        // A build that fails ends the rule, not only this closure.
+        let _stop = StopOnDrop(&stop);
         let issuers = scope.spawn(|| issue_all(&[&a, &b], &stop, &issued, name));
         thread::sleep(Duration::from_millis(150));
         before = now_ms();
@@ -215,6 +217,8 @@ pub fn a_marker_deleted_under_its_holder_issues_no_id_twice(fixture: &dyn Fixtur
         ids: Mutex::new(vec![vec![]; 2]),
     };
     thread::scope(|scope| {
+        // A build that fails ends the rule, not only this closure.
+        let _stop = StopOnDrop(&stop);
         let holder = scope.spawn(|| issue_all(&[&a], &stop, &issued, name));
         thread::sleep(Duration::from_millis(150));
         store.wipe(Wipe::Marker(&ns));
@@ -420,6 +424,8 @@ pub fn a_namespace_prepared_after_a_wipe_issues_no_id_twice(fixture: &dyn Fixtur
     let mut before = 0;
     let c = std::sync::OnceLock::new();
     thread::scope(|scope| {
+        // A build that fails ends the rule, not only this closure.
+        let _stop = StopOnDrop(&stop);
         let issuers = scope.spawn(|| issue_all(&[&a, &b], &stop, &issued, name));
         thread::sleep(Duration::from_millis(150));
         before = now_ms();
