@@ -4,7 +4,8 @@
 //! never a refusal, when the registry answers that new connection well
 //! before the fence. Each registry is reached through forwarders (one per
 //! member of the etcd cluster) that can leave their connections open and
-//! silent.
+//! silent. And a renewal's expiry lies the TTL past the time it says it
+//! wrote, however long the server is held while it writes.
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
@@ -208,5 +209,69 @@ fn a_stuck_renewal_holds_up_no_other_on_the_same_registry() {
             other.lease()
         );
         assert!(ids.windows(2).all(|w| w[0] < w[1]), "{}", server.name);
+    }
+}
+
+/// A write says when it wrote by the clock reading its expiry counts from:
+/// a renewal's expiry lies the TTL past the time it returns, however long
+/// the server is held in between. PostgreSQL read its clock again to
+/// return it, and a loaded server, held between the two, stored an expiry
+/// short of the TTL past the time it gave (5 ms, in the contract's suite
+/// beside other suites). A trigger that sleeps holds it here.
+#[cfg(feature = "postgres")]
+#[test]
+fn a_write_says_the_time_its_expiry_counts_from() {
+    use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry};
+
+    let postgres = &common::postgres::SERVER;
+    let registry = flakegen::lease::PostgresRegistry::new(&postgres.url()).unwrap();
+    let ns = namespace();
+    let marker = registry.mark(&ns).unwrap();
+    let stall = format!("flakegen_stall_{}", std::process::id());
+    postgres.services(
+        "sql",
+        &[&format!(
+            "CREATE OR REPLACE FUNCTION {stall}() RETURNS trigger LANGUAGE plpgsql AS \
+             $$ BEGIN PERFORM pg_sleep(0.05); RETURN NEW; END $$; \
+             CREATE TRIGGER {stall} BEFORE INSERT OR UPDATE ON flakegen_leases FOR EACH ROW \
+             WHEN (NEW.namespace = '{ns}') EXECUTE FUNCTION {stall}()"
+        )],
+    );
+    // The first write inserts the record, the second updates it.
+    let mut found = vec![];
+    for version in [None, Some(1)] {
+        let record = NewRecord {
+            holder: "a",
+            version: version.unwrap_or(0) + 1,
+            ttl_millis: 5_000,
+            fence_unix_millis: 1_000,
+        };
+        let expect = Expect {
+            marker_unix_millis: marker,
+            version,
+        };
+        let written = registry.swap(&ns, 0, expect, &record).unwrap();
+        let stored = registry
+            .read(&ns, &ReadRequest::new(1).prefer(Some(0)))
+            .unwrap()
+            .records
+            .into_iter()
+            .find(|r| r.worker == 0)
+            .map(|r| r.expires_unix_millis);
+        found.push((written, stored));
+    }
+    postgres.services(
+        "sql",
+        &[&format!(
+            "DROP TRIGGER {stall} ON flakegen_leases; DROP FUNCTION {stall}()"
+        )],
+    );
+    for (written, stored) in found {
+        let written = written.expect("written");
+        assert_eq!(
+            stored,
+            Some(written + 5_000),
+            "a write said it wrote at {written}, and stored an expiry other than the TTL past it"
+        );
     }
 }

@@ -74,6 +74,14 @@ pub(super) static READ: LazyLock<String> = LazyLock::new(|| {
 pub(super) static EXPIRY: LazyLock<String> =
     LazyLock::new(|| format!("CASE WHEN $7::bigint = 0 THEN 0 ELSE {NOW_MS} + $7::bigint END"));
 
+/// When a swap wrote, as it returns it: the clock reading its expiry was
+/// taken from. `clock_timestamp()` read again in `RETURNING` runs later, by
+/// as long as the server was kept from running between the two (5 ms on a
+/// loaded machine), and the expiry would then lie short of the TTL past it.
+pub(super) static WRITTEN: LazyLock<String> = LazyLock::new(|| {
+    format!("CASE WHEN $7::bigint = 0 THEN {NOW_MS} ELSE expires_ms - $7::bigint END")
+});
+
 /// The namespace's marker row at `$3` and in force, its high-water mark
 /// raised past `$2`: held against a new marker until the statement ends.
 pub(super) static RAISED: LazyLock<String> = LazyLock::new(|| {
@@ -93,8 +101,9 @@ pub(super) static SWAP_UPDATE: LazyLock<String> = LazyLock::new(|| {
          UPDATE flakegen_leases SET holder = NULLIF($5::text, ''), version = $6, \
          marker_ms = $3, expires_ms = {expiry}, fence_ms = $8 \
          WHERE namespace = $1 AND worker = $2 AND version = $4 AND marker_ms = $3 \
-         AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}",
+         AND EXISTS (SELECT 1 FROM marker) RETURNING {written}",
         expiry = &*EXPIRY,
+        written = &*WRITTEN,
     )
 });
 
@@ -105,9 +114,10 @@ pub(super) static SWAP_ADOPT: LazyLock<String> = LazyLock::new(|| {
          UPDATE flakegen_leases SET holder = NULLIF($5::text, ''), version = $6, \
          marker_ms = $3, expires_ms = {expiry}, fence_ms = $8 \
          WHERE namespace = $1 AND worker = $2 AND version = $4 AND marker_ms <> $3 \
-         AND EXISTS (SELECT 1 FROM marker) RETURNING {NOW_MS}",
+         AND EXISTS (SELECT 1 FROM marker) RETURNING {written}",
         raised = &*RAISED,
         expiry = &*EXPIRY,
+        written = &*WRITTEN,
     )
 });
 
@@ -118,9 +128,10 @@ pub(super) static SWAP_INSERT: LazyLock<String> = LazyLock::new(|| {
          (namespace, worker, holder, version, marker_ms, expires_ms, fence_ms) \
          SELECT $1, $2, NULLIF($5::text, ''), $6, $3, {expiry}, $8 \
          WHERE EXISTS (SELECT 1 FROM marker) AND $4::bigint IS NULL \
-         ON CONFLICT DO NOTHING RETURNING {NOW_MS}",
+         ON CONFLICT DO NOTHING RETURNING {written}",
         raised = &*RAISED,
         expiry = &*EXPIRY,
+        written = &*WRITTEN,
     )
 });
 
