@@ -16,7 +16,7 @@ use flakegen::{
 
 use crate::Fixture;
 use crate::store::{RENEW, SKEW, Store, TTL, namespace, now_ms};
-use crate::support::{assert_strictly_increasing, build};
+use crate::support::{StopOnDrop, assert_strictly_increasing, build};
 
 /// Four ids, 1 ms units.
 const FOUR: Layout = Layout::builder().worker_bits(2).build_const();
@@ -926,6 +926,8 @@ pub fn generators_that_lose_their_registry_issue_again_without_a_rebuild(fixture
     let healed = std::sync::atomic::AtomicUsize::new(0);
     let lost_at = std::sync::OnceLock::<(Instant, u64)>::new();
     let results: Vec<(Vec<Snowflake>, Option<Duration>)> = thread::scope(|scope| {
+        // A loss that fails ends the rule, not only this closure.
+        let _stop = StopOnDrop(&stop);
         let callers: Vec<_> = generators
             .iter()
             .enumerate()
