@@ -303,18 +303,20 @@ pub fn a_record_gone_far_below_the_mark_is_leased_again(fixture: &dyn Fixture) {
 /// After each kind of wipe, every id of the namespace can be leased again:
 /// none is lost for good, and no acquisition loses its races on a record
 /// that no longer exists.
+///
+/// On terms a busy machine cannot break: a lease lost to a late renewal
+/// would be taken again on another id, and the ids counted would move
+/// under the rule.
 pub fn every_id_can_be_leased_again_after_a_wipe(fixture: &dyn Fixture) {
     let store = Store::new(fixture);
     let name = store.name();
     for kind in ["record", "namespace", "everything"] {
         let ns = namespace(&format!("again-{kind}"));
-        let build = || store.leased(FOUR, &ns).build_atomic();
-        let all: Vec<_> = (0..4).map(|_| build().unwrap()).collect();
-        for g in &all {
-            g.next_id().unwrap();
-            g.shutdown()
-                .wait(flakegen::lease::Lease::DEFAULT_TIMEOUT)
-                .unwrap();
+        let build = || store.leased_steadily(FOUR, &ns).build_atomic();
+        // Every id's record written, free, as holders leave it when they
+        // release: nothing to wait for before the wipe.
+        for worker in 0..4 {
+            store.put(&ns, worker, "", 0, 0);
         }
         store.wipe(match kind {
             "record" => Wipe::Record(&ns, 2),
