@@ -12,8 +12,9 @@
 //! ```
 //!
 //! A backend whose feature is on and whose URL is missing fails its tests:
-//! they never pass by skipping. Each backend's tests run one at a time (a
-//! loss wipes its whole server); the backends run side by side.
+//! they never pass by skipping. A backend's tests that keep to their
+//! namespaces run side by side, those that reach its whole server (a loss,
+//! a failover) alone; the backends run side by side.
 
 mod common;
 

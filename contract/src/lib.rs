@@ -60,9 +60,10 @@
 //! Its times must then be the calling host's clock itself, and the skew
 //! check compares a generator's clock with its host's.
 //!
-//! The suite's tests of one fixture run one at a time (a loss wipes the
-//! whole registry), each in a namespace of its own, with a 300 ms TTL: a
-//! suite takes about a minute. A registry on a real server should run it
+//! Each of the suite's tests runs in namespaces of its own, with a 300 ms
+//! TTL. Those that keep to their namespaces run side by side; those that
+//! reach the whole server (a loss, a wipe of everything, a marker planted,
+//! a freeze, a failover) run alone: a suite takes about a minute. A registry on a real server should run it
 //! against that server, with faults the server really has: `TRUNCATE`, a
 //! restart without persistence, `SIGSTOP`, a replica promoted. A registry
 //! that only passes against a mock has passed nothing.
@@ -71,7 +72,7 @@
 //! runtimes: builds, drops and shutdowns on both flavours, which may neither
 //! panic, block a runtime's thread, nor keep an id they let go.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock, PoisonError, RwLock};
 
 use flakegen::lease::backend::Registry;
 
@@ -82,6 +83,7 @@ mod heartbeat;
 #[cfg(feature = "tokio")]
 #[doc(hidden)]
 pub mod in_tokio;
+mod reach;
 #[doc(hidden)]
 pub mod rules;
 #[doc(hidden)]
@@ -94,7 +96,11 @@ pub mod wipes;
 
 /// A registry under test, and the faults the suite puts it through.
 ///
-/// A fixture serves one suite; the suite runs its tests one at a time.
+/// A fixture serves one suite, whose tests call it from several threads
+/// at once: deleting one namespace's data while another test writes its
+/// own, for one. A fault that reaches the whole server (a loss, a wipe of
+/// everything, a marker planted, a freeze, a failover) comes while no other
+/// test runs.
 pub trait Fixture: Send + Sync {
     /// The name the suite's messages give this registry.
     fn name(&self) -> &str;
@@ -227,8 +233,10 @@ impl std::fmt::Debug for Frozen {
 /// A capability named is a promise: its rules fail if the fixture cannot
 /// keep it.
 ///
-/// The fixture expression is evaluated once, by the first test that runs;
-/// the tests of one call run one at a time. Call it once per module.
+/// The fixture expression is evaluated once, by the first test that runs.
+/// The tests of one call that keep to their namespaces run side by side,
+/// as many as the test harness runs threads; those that reach the whole
+/// server run alone. Call it once per module.
 #[macro_export]
 macro_rules! suite {
     ($fixture:expr $(, $capability:ident)* $(,)?) => {
@@ -238,109 +246,142 @@ macro_rules! suite {
             ::std::boxed::Box::new($fixture)
         }
 
-        $crate::__tests!(steps:
-            swap_writes_only_at_the_version_it_names,
-            swap_writes_only_under_the_marker_in_force,
-            swap_says_when_it_wrote_by_the_servers_clock,
-            mark_keeps_the_marker_in_force_and_never_moves_it_back,
-            read_returns_what_an_acquisition_chooses_from,
-            a_mark_after_a_wipe_is_no_earlier_than_the_wipe,
-        );
-        $crate::__tests!(rules:
-            each_generator_gets_its_own_id_until_all_are_held,
-            builds_racing_in_a_new_namespace_each_get_an_id,
-            a_released_id_is_taken_over_at_once_above_the_last_id,
-            a_restarted_generator_takes_back_the_id_it_released,
-            a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued,
-            an_expired_lease_is_taken_over_at_or_after_its_fence,
-            a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back,
-            a_renewal_never_lowers_a_fence_nor_extends_one_beyond_the_ttl,
-            a_fence_inside_a_unit_starts_the_successor_at_the_next_unit,
-            a_refusal_at_the_fence_consumes_nothing,
-            a_healthy_lease_is_never_refused,
-            a_lost_lease_runs_to_its_fence_and_is_never_taken_back,
-            a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss,
-            two_losses_within_a_ttl_keep_holders_apart,
-            a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew,
-            a_holder_whose_clock_is_ahead_beyond_the_skew_is_refused,
-            the_marker_is_no_earlier_than_the_loss,
-            a_build_right_after_a_loss_waits_for_its_fence,
-            a_slow_build_renews_before_it_returns,
-            bad_terms_get_clear_errors,
-            generators_that_lose_their_registry_issue_again_without_a_rebuild,
-            a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back,
-            a_healing_holder_and_a_new_build_race_for_one_id,
-            a_healed_generator_issues_nothing_below_its_new_start,
-            a_release_after_a_heal_lowers_only_the_new_lease,
-        );
-        $crate::__tests!(wipes:
-            a_wipe_of_everything_issues_no_id_twice,
-            a_wipe_of_a_namespace_issues_no_id_twice,
-            a_wipe_of_a_record_issues_no_id_twice,
-            every_id_can_be_leased_again_after_a_wipe,
-            a_record_gone_far_below_the_mark_is_leased_again,
-            a_prepared_namespace_starts_at_once,
-            a_namespace_prepared_after_a_wipe_issues_no_id_twice,
-        );
-        $crate::__if_tokio!(in_tokio:
-            a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id,
-            a_cancelled_build_gives_its_lease_back,
-            a_build_that_waits_for_a_fence_leaves_the_runtime_beating,
-        );
-        $( $crate::__capability!($capability); )*
+        // The rules of reach `Namespace` run side by side; those of reach
+        // `Server` (they lose every record, delete everything of
+        // flakegen's, plant a marker, freeze the server or fail it over)
+        // one at a time, alone. Each reach has a module: the test harness
+        // runs tests in the order of their names, and a server rule among
+        // namespace rules would keep them from pairing up.
+        mod namespace {
+            use super::{__FLAKEGEN_CONTRACT_SUITE, __flakegen_contract_fixture};
+
+            $crate::__tests!(steps, Namespace:
+                swap_writes_only_at_the_version_it_names,
+                swap_says_when_it_wrote_by_the_servers_clock,
+                read_returns_what_an_acquisition_chooses_from,
+                a_mark_after_a_wipe_is_no_earlier_than_the_wipe,
+            );
+            $crate::__tests!(rules, Namespace:
+                each_generator_gets_its_own_id_until_all_are_held,
+                builds_racing_in_a_new_namespace_each_get_an_id,
+                a_released_id_is_taken_over_at_once_above_the_last_id,
+                a_restarted_generator_takes_back_the_id_it_released,
+                a_shutdown_racing_callers_lowers_the_fence_above_every_id_issued,
+                an_expired_lease_is_taken_over_at_or_after_its_fence,
+                a_fence_beyond_max_wait_is_an_error_and_the_id_is_given_back,
+                a_renewal_never_lowers_a_fence_nor_extends_one_beyond_the_ttl,
+                a_fence_inside_a_unit_starts_the_successor_at_the_next_unit,
+                a_refusal_at_the_fence_consumes_nothing,
+                a_healthy_lease_is_never_refused,
+                a_holder_whose_clock_is_ahead_beyond_the_skew_is_refused,
+                a_slow_build_renews_before_it_returns,
+                bad_terms_get_clear_errors,
+                a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back,
+            );
+            $crate::__tests!(wipes, Namespace:
+                a_wipe_of_a_namespace_issues_no_id_twice,
+                a_wipe_of_a_record_issues_no_id_twice,
+                every_id_can_be_leased_again_after_a_wipe,
+                a_record_gone_far_below_the_mark_is_leased_again,
+                a_prepared_namespace_starts_at_once,
+                a_namespace_prepared_after_a_wipe_issues_no_id_twice,
+            );
+            $crate::__if_tokio!(in_tokio, Namespace:
+                a_build_and_a_drop_inside_a_runtime_neither_panic_nor_keep_the_id,
+                a_cancelled_build_gives_its_lease_back,
+                a_build_that_waits_for_a_fence_leaves_the_runtime_beating,
+            );
+            $( $crate::__capability!(Namespace, $capability); )*
+        }
+
+        mod server {
+            use super::{__FLAKEGEN_CONTRACT_SUITE, __flakegen_contract_fixture};
+
+            $crate::__tests!(steps, Server:
+                swap_writes_only_under_the_marker_in_force,
+                mark_keeps_the_marker_in_force_and_never_moves_it_back,
+            );
+            $crate::__tests!(rules, Server:
+                a_lost_lease_runs_to_its_fence_and_is_never_taken_back,
+                a_displaced_holder_neither_resurrects_nor_lowers_after_a_loss,
+                two_losses_within_a_ttl_keep_holders_apart,
+                a_loss_fences_a_holder_whose_clock_is_ahead_within_the_skew,
+                the_marker_is_no_earlier_than_the_loss,
+                a_build_right_after_a_loss_waits_for_its_fence,
+                generators_that_lose_their_registry_issue_again_without_a_rebuild,
+                a_healing_holder_and_a_new_build_race_for_one_id,
+                a_healed_generator_issues_nothing_below_its_new_start,
+                a_release_after_a_heal_lowers_only_the_new_lease,
+            );
+            $crate::__tests!(wipes, Server:
+                a_wipe_of_everything_issues_no_id_twice,
+                every_id_can_be_leased_again_after_a_wipe_of_everything,
+            );
+            $( $crate::__capability!(Server, $capability); )*
+        }
     };
 }
 
+/// A capability's rules of one reach.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __capability {
-    (freeze) => {
-        $crate::__tests!(rules:
+    (Server, freeze) => {
+        $crate::__tests!(rules, Server:
             a_frozen_registry_costs_the_timeout_and_lease_says_why,
         );
-        $crate::__if_tokio!(in_tokio:
+        $crate::__if_tokio!(in_tokio, Server:
             a_drop_with_the_registry_frozen_returns_at_once,
         );
     };
-    (failover) => {
-        $crate::__tests!(failover:
+    (Server, failover) => {
+        $crate::__tests!(failover, Server:
             a_failover_to_a_lagging_replica_grants_no_id_below_a_confirmed_fence,
             a_namespace_begun_after_the_replicas_last_sync_is_no_new_one_after_a_failover,
             a_failover_is_a_loss_though_the_replica_missed_nothing,
         );
     };
-    (inspect) => {
-        $crate::__tests!(rules:
+    (Server, inspect) => {
+        $crate::__tests!(rules, Server:
             a_listing_shows_every_record_and_the_marker,
         );
     };
-    (plant) => {
-        $crate::__tests!(steps:
+    // Planted, a marker ahead of the clock may reach past its namespace:
+    // etcd's next marker in any namespace follows the last one given.
+    (Server, plant) => {
+        $crate::__tests!(steps, Server:
             a_marker_replaced_is_never_moved_back,
         );
     };
-    (marker) => {
-        $crate::__tests!(wipes:
+    (Namespace, marker) => {
+        $crate::__tests!(wipes, Namespace:
             a_marker_deleted_under_its_holder_issues_no_id_twice,
         );
     };
-    ($other:ident) => {
+    (Namespace, freeze) => {};
+    (Namespace, failover) => {};
+    (Namespace, inspect) => {};
+    (Namespace, plant) => {};
+    (Server, marker) => {};
+    (Server, $other:ident) => {
         compile_error!(concat!(
             "no capability `", stringify!($other), "`: use freeze, failover, inspect, plant or marker"
         ));
     };
+    (Namespace, $other:ident) => {};
 }
 
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __tests {
-    ($module:ident: $($rule:ident),* $(,)?) => {
+    ($module:ident, $reach:ident: $($rule:ident),* $(,)?) => {
         $(
             #[test]
             fn $rule() {
                 __FLAKEGEN_CONTRACT_SUITE.run(
                     __flakegen_contract_fixture,
                     $crate::$module::$rule,
+                    $crate::__private::Reach::$reach,
                 );
             }
         )*
@@ -368,13 +409,16 @@ macro_rules! __if_tokio {
 #[doc(hidden)]
 pub mod __private {
     use super::*;
+    pub use crate::reach::Reach;
+    use crate::reach::Within;
 
     /// One `suite!` call's fixture, built by its first test, and the lock
-    /// that runs its tests one at a time.
+    /// that lets its namespace rules run side by side and its server rules
+    /// alone.
     #[allow(missing_debug_implementations)]
     pub struct Suite {
         fixture: OnceLock<Box<dyn Fixture>>,
-        serial: Mutex<()>,
+        rules: RwLock<()>,
     }
 
     impl Suite {
@@ -382,14 +426,24 @@ pub mod __private {
         pub const fn new() -> Self {
             Suite {
                 fixture: OnceLock::new(),
-                serial: Mutex::new(()),
+                rules: RwLock::new(()),
             }
         }
 
-        pub fn run(&self, fixture: fn() -> Box<dyn Fixture>, rule: fn(&dyn Fixture)) {
+        pub fn run(&self, fixture: fn() -> Box<dyn Fixture>, rule: fn(&dyn Fixture), reach: Reach) {
+            let fixture = &**self.fixture.get_or_init(fixture);
+            let within = Within { fixture, reach };
             // A failed rule must not fail the ones after it.
-            let _serial = self.serial.lock().unwrap_or_else(PoisonError::into_inner);
-            rule(&**self.fixture.get_or_init(fixture));
+            match reach {
+                Reach::Namespace => {
+                    let _beside = self.rules.read().unwrap_or_else(PoisonError::into_inner);
+                    rule(&within);
+                }
+                Reach::Server => {
+                    let _alone = self.rules.write().unwrap_or_else(PoisonError::into_inner);
+                    rule(&within);
+                }
+            }
         }
     }
 }
