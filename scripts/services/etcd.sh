@@ -32,6 +32,9 @@ etcdctl_as() {
     --dial-timeout 2s --command-timeout 5s "$@"
 }
 etcdctl_root() { etcdctl_as "root:$password" "$@"; }
+# An operator's change (a wipe, a planted mark) waits as long as the
+# cluster takes: beside CPU hogs a member can stall past the 5 s probes allow.
+etcdctl_change() { etcdctl_root --command-timeout 30s "$@"; }
 
 etcd_running() {
   local pid_file="$dir/etcd/$1.pid"
@@ -213,12 +216,12 @@ wipe_etcd() {
   ns=${ns//%/%25}
   ns=${ns//\//%2F}
   if [ -z "$ns" ]; then
-    etcdctl_root del --prefix /flakegen/ >/dev/null
+    etcdctl_change del --prefix /flakegen/ >/dev/null
   elif [ -z "$worker" ]; then
-    etcdctl_root del --prefix "/flakegen/ns/$ns/" >/dev/null
-    etcdctl_root del "/flakegen/names/$ns" >/dev/null
+    etcdctl_change del --prefix "/flakegen/ns/$ns/" >/dev/null
+    etcdctl_change del "/flakegen/names/$ns" >/dev/null
   else
-    etcdctl_root del "/flakegen/ns/$ns/w/$(printf '%020d' "$worker")" >/dev/null
+    etcdctl_change del "/flakegen/ns/$ns/w/$(printf '%020d' "$worker")" >/dev/null
   fi
 }
 
@@ -227,7 +230,7 @@ wipe_etcd() {
 plant_marker_etcd() {
   local ns=${1//%/%25}
   ns=${ns//\//%2F}
-  etcdctl_root put "/flakegen/ns/$ns/mark" "1 $2 0" >/dev/null
+  etcdctl_change put "/flakegen/ns/$ns/mark" "1 $2 0" >/dev/null
 }
 
 pid_file_etcd() { echo "$dir/etcd/$(etcd_member "${1:-leader}").pid"; }
