@@ -18,8 +18,10 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::history::Mark;
-use crate::lease::backend::Expect;
+use super::EtcdRegistry;
+use super::history::{Head, Mark};
+use super::keys::Keys;
+use crate::lease::backend::{Expect, Record};
 
 /// A record as this client last knew it, and the history it knew it under:
 /// what a write over it compares.
@@ -48,7 +50,38 @@ pub(super) struct Stored {
     pub(super) index_key: String,
 }
 
+impl Stored {
+    /// `record` as a read found it, written at `mod_revision`.
+    pub(super) fn of(keys: &Keys, record: &Record, mod_revision: u64) -> Self {
+        Stored {
+            version: record.version,
+            mod_revision,
+            index_key: EtcdRegistry::index_key(
+                keys,
+                record.worker,
+                record.marker_unix_millis,
+                &record.holder,
+                record.expires_unix_millis,
+                record.fence_unix_millis,
+            ),
+        }
+    }
+}
+
 impl Basis {
+    /// What a read at `at` saw: the history `head` tells, the namespace's
+    /// `mark` in force, and a record as stored (or none).
+    pub(super) fn read(head: &Head, mark: Mark, record: Option<Stored>, at: Instant) -> Self {
+        Basis {
+            epoch: head.epoch_text().unwrap_or_default().to_owned(),
+            cluster: head.header.cluster,
+            mark,
+            record,
+            at,
+            ttl: Duration::ZERO,
+        }
+    }
+
     /// Whether a write expecting `expect`, for a lease of `ttl_millis`, may
     /// name it without reading the record first: it is what the write
     /// expects, and no TTL has passed since it was known.

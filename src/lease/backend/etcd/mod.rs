@@ -395,18 +395,10 @@ impl Registry for EtcdRegistry {
             marker: mark.marker,
         };
         self.reconcile(&filed, checked, &mut found)?;
-        let basis = |record| Basis {
-            epoch: head.epoch_text().unwrap_or_default().to_owned(),
-            cluster: head.header.cluster,
-            mark,
-            record,
-            at: started,
-            ttl: Duration::ZERO,
-        };
         let seen = found
             .stored(&keys)
             .into_iter()
-            .map(|(worker, stored)| (worker, basis(stored)))
+            .map(|(worker, stored)| (worker, Basis::read(&head, mark, stored, started)))
             .collect();
         self.known.read(namespace, Some((mark, seen)));
         Ok(Snapshot {
@@ -510,25 +502,8 @@ impl Registry for EtcdRegistry {
         if old.as_ref().map(|(r, _)| r.version) != expect.version {
             return Ok(None);
         }
-        let basis = Basis {
-            epoch: head.epoch_text().unwrap_or_default().to_owned(),
-            cluster: head.header.cluster,
-            mark,
-            record: old.map(|(old, revision)| Stored {
-                version: old.version,
-                mod_revision: revision,
-                index_key: Self::index_key(
-                    &keys,
-                    worker,
-                    old.marker_unix_millis,
-                    &old.holder,
-                    old.expires_unix_millis,
-                    old.fence_unix_millis,
-                ),
-            }),
-            at: read,
-            ttl: Duration::ZERO,
-        };
+        let old = old.map(|(old, revision)| Stored::of(&keys, &old, revision));
+        let basis = Basis::read(&head, mark, old, read);
         Ok(
             match self.write(&keys, namespace, worker, &basis, record)? {
                 Outcome::Landed(now) => Some(now),

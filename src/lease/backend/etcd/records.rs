@@ -64,22 +64,11 @@ impl Found {
 
     /// Each id seen, as stored: what a write over it compares.
     pub(super) fn stored(&self, keys: &Keys) -> Vec<(u64, Option<Stored>)> {
-        let records = self.records.iter().zip(&self.revisions).map(|(r, &rev)| {
-            let index_key = EtcdRegistry::index_key(
-                keys,
-                r.worker,
-                r.marker_unix_millis,
-                &r.holder,
-                r.expires_unix_millis,
-                r.fence_unix_millis,
-            );
-            let stored = Stored {
-                version: r.version,
-                mod_revision: rev,
-                index_key,
-            };
-            (r.worker, Some(stored))
-        });
+        let records = self
+            .records
+            .iter()
+            .zip(&self.revisions)
+            .map(|(r, &rev)| (r.worker, Some(Stored::of(keys, r, rev))));
         records
             .chain(self.absent.iter().map(|&w| (w, None)))
             .collect()
