@@ -33,8 +33,9 @@ etcdctl_as() {
 }
 etcdctl_root() { etcdctl_as "root:$password" "$@"; }
 # An operator's change (a wipe, a planted mark) waits as long as the
-# cluster takes: beside CPU hogs a member can stall past the 5 s probes allow.
-etcdctl_change() { etcdctl_root --command-timeout 30s "$@"; }
+# cluster takes: beside CPU hogs a member can stall past what the probes
+# allow, the authentication at dial (a raft request in etcd 3.4) too.
+etcdctl_change() { etcdctl_root --dial-timeout 30s --command-timeout 30s "$@"; }
 
 etcd_running() {
   local pid_file="$dir/etcd/$1.pid"
