@@ -140,8 +140,10 @@ kube_objects() {
     '{"metadata":{"name":"flakegen"}}' >/dev/null
   kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/rolebindings" \
     "{\"metadata\":{\"name\":\"flakegen\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"flakegen\"},\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"flakegen\",\"namespace\":\"$kube_namespace\"}]}" >/dev/null
+  # Tokens last a week: a services directory outlives an hour (a loop of
+  # runs beside CPU hogs did), and an expired token fails every test with 401.
   kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts/flakegen/token" \
-    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":604800}}' |
     sed -n 's/.*"token": *"\([^"]*\)".*/\1/p' > "$kube_dir/sa.token"
   [ -s "$kube_dir/sa.token" ] || die "kubernetes: no ServiceAccount token from TokenRequest"
   echo -n "$kube_admin_token" > "$kube_dir/admin.token"
@@ -199,7 +201,7 @@ token_without_kubernetes() {
   kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/rolebindings" \
     "{\"metadata\":{\"name\":\"$name\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"$name\"},\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"$name\",\"namespace\":\"$kube_namespace\"}]}" >/dev/null
   kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts/$name/token" \
-    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":604800}}' |
     sed -n 's/.*"token": *"\([^"]*\)".*/\1/p' > "$kube_dir/$name.token"
   [ -s "$kube_dir/$name.token" ] || die "kubernetes: no token for $name"
   echo "$kube_dir/$name.token"
@@ -221,7 +223,7 @@ rotate_token_kubernetes() {
   kube_api POST "/apis/rbac.authorization.k8s.io/v1/namespaces/$kube_namespace/rolebindings" \
     "{\"metadata\":{\"name\":\"$name\"},\"roleRef\":{\"apiGroup\":\"rbac.authorization.k8s.io\",\"kind\":\"Role\",\"name\":\"flakegen\"},\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"$name\",\"namespace\":\"$kube_namespace\"}]}" >/dev/null
   kube_api POST "/api/v1/namespaces/$kube_namespace/serviceaccounts/$name/token" \
-    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}' |
+    '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":604800}}' |
     sed -n 's/.*"token": *"\([^"]*\)".*/\1/p' > "$kube_dir/$name.token.new"
   [ -s "$kube_dir/$name.token.new" ] || die "kubernetes: no token for $name"
   # Replaced in one step, as the kubelet replaces a projected token.
