@@ -1,12 +1,14 @@
 //! The registry under test, through its fixture: the terms the suite leases
 //! on, and the records it writes and reads straight through the registry.
 
+use std::fmt::Display;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use flakegen::lease::Lease;
 use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Record, Registry};
-use flakegen::{Builder, Clock, Layout, SystemClock};
+use flakegen::lease::{Lease, LeaseError};
+use flakegen::{BuildError, Builder, Clock, Layout, SystemClock};
 
 use crate::{Failover, Fixture, Frozen, Wipe};
 
@@ -116,32 +118,32 @@ impl<'a> Store<'a> {
         fence_ms: u64,
     ) {
         let registry = self.registry();
-        let snapshot = registry
-            .read(
+        let written = patiently(self.name(), "writing a record", || {
+            let snapshot = registry.read(
                 namespace,
                 &ReadRequest::new(worker + 1).prefer(Some(worker)),
-            )
-            .unwrap();
-        let marker_unix_millis = match snapshot.marker_unix_millis {
-            Some(marker) => marker,
-            None => registry.mark(namespace).unwrap(),
-        };
-        let version = snapshot
-            .records
-            .iter()
-            .find(|r| r.worker == worker)
-            .map(|r| r.version);
-        let record = NewRecord {
-            holder,
-            version: 1 + version.unwrap_or(0),
-            ttl_millis: ttl_ms,
-            fence_unix_millis: fence_ms,
-        };
-        let expect = Expect {
-            marker_unix_millis,
-            version,
-        };
-        let written = registry.swap(namespace, worker, expect, &record).unwrap();
+            )?;
+            let marker_unix_millis = match snapshot.marker_unix_millis {
+                Some(marker) => marker,
+                None => registry.mark(namespace)?,
+            };
+            let version = snapshot
+                .records
+                .iter()
+                .find(|r| r.worker == worker)
+                .map(|r| r.version);
+            let record = NewRecord {
+                holder,
+                version: 1 + version.unwrap_or(0),
+                ttl_millis: ttl_ms,
+                fence_unix_millis: fence_ms,
+            };
+            let expect = Expect {
+                marker_unix_millis,
+                version,
+            };
+            registry.swap(namespace, worker, expect, &record)
+        });
         assert!(
             written.is_some(),
             "{}: could not write id {worker}",
@@ -157,13 +159,13 @@ impl<'a> Store<'a> {
 
     /// The record of `worker`, if any.
     pub(crate) fn record(&self, namespace: &str, worker: u64) -> Option<Record> {
-        let snapshot = self
-            .registry()
-            .read(
+        let registry = self.registry();
+        let snapshot = patiently(self.name(), "reading a record", || {
+            registry.read(
                 namespace,
                 &ReadRequest::new(worker + 1).prefer(Some(worker)),
             )
-            .unwrap();
+        });
         snapshot.records.into_iter().find(|r| r.worker == worker)
     }
 
@@ -183,15 +185,59 @@ impl<'a> Store<'a> {
                 ttl_millis: 60_000,
                 fence_unix_millis: record.fence_unix_millis,
             };
-            if registry
-                .swap(namespace, worker, expect, &thief)
-                .unwrap()
-                .is_some()
+            if patiently(self.name(), "stealing a lease", || {
+                registry.swap(namespace, worker, expect, &thief)
+            })
+            .is_some()
             {
                 return;
             }
         }
         panic!("{}: could not steal the lease", self.name());
+    }
+}
+
+/// An error that says the registry did not answer in time: what a server
+/// stalled on a busy machine says (beside two CPU hogs, etcd held reads
+/// for 6 s after a leader change, and kube-apiserver did not answer for
+/// 10 s), and what the rules that ask again are not about.
+pub(crate) trait Stalled: Display {
+    fn stalled(&self) -> bool;
+}
+
+impl Stalled for LeaseError {
+    fn stalled(&self) -> bool {
+        matches!(
+            self,
+            LeaseError::Unreachable { .. }
+                | LeaseError::NoQuorum { .. }
+                | LeaseError::TooSlow { .. }
+        )
+    }
+}
+
+impl Stalled for BuildError {
+    fn stalled(&self) -> bool {
+        matches!(self, BuildError::Lease(e) if e.stalled())
+    }
+}
+
+/// What `call` returns, asked again for up to 30 s while the registry is
+/// stalled; any other error fails the rule at once, saying `what` failed.
+pub(crate) fn patiently<T, E: Stalled>(
+    name: &str,
+    what: &str,
+    mut call: impl FnMut() -> Result<T, E>,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        match call() {
+            Ok(value) => return value,
+            Err(e) if e.stalled() && Instant::now() < deadline => {
+                thread::sleep(Duration::from_millis(100))
+            }
+            Err(e) => panic!("{name}: {what} failed: {e}"),
+        }
     }
 }
 

@@ -10,10 +10,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use flakegen::lease::backend::{Expect, NewRecord};
-use flakegen::lease::{Lease, LeaseError, Readiness};
-use flakegen::{BuildError, IdGenerator, IssueError, Layout, Snowflake};
+use flakegen::lease::{Lease, Readiness};
+use flakegen::{IdGenerator, IssueError, Layout, Snowflake};
 
-use crate::store::{SKEW, Store, TTL, namespace, now_ms};
+use crate::store::{SKEW, Store, TTL, namespace, now_ms, patiently};
 use crate::support::{StopOnDrop, assert_strictly_increasing};
 use crate::{Fixture, Wipe};
 
@@ -69,26 +69,6 @@ fn issue_all(generators: &[&dyn IdGenerator], stop: &AtomicBool, issued: &Issued
     });
 }
 
-/// What `build` returns once it builds, asked again for up to 30 s while
-/// the registry does not answer in time: on a busy machine a server can
-/// stall for seconds (etcd, after a leader change, held linearizable reads
-/// 6 s beside two CPU hogs), past a build's bound, and the rules here are
-/// not about that.
-fn patiently<G>(name: &str, build: impl Fn() -> Result<G, BuildError>) -> G {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match build() {
-            Ok(generator) => return generator,
-            Err(BuildError::Lease(
-                LeaseError::Unreachable { .. }
-                | LeaseError::NoQuorum { .. }
-                | LeaseError::TooSlow { .. },
-            )) if Instant::now() < deadline => thread::sleep(Duration::from_millis(100)),
-            Err(e) => panic!("{name}: a build failed: {e}"),
-        }
-    }
-}
-
 /// Generators A and B hold ids and issue; `wipe` deletes data under them;
 /// C builds at once and issues. No ID is issued twice among the three; A's
 /// lease is gone, and its heal waits the TTL and the skew from the wipe; a
@@ -98,7 +78,7 @@ fn wipe_under_generators(fixture: &dyn Fixture, kind: &str) {
     let name = store.name();
     let ns = namespace(&format!("wipe-{kind}"));
     let build = || {
-        patiently(name, || {
+        patiently(name, "a build", || {
             store
                 .leased(FOUR, &ns)
                 .max_wait(Duration::from_secs(2))
@@ -235,7 +215,7 @@ pub fn a_marker_deleted_under_its_holder_issues_no_id_twice(fixture: &dyn Fixtur
     let name = store.name();
     let ns = namespace("wipe-marker");
     let build = || {
-        patiently(name, || {
+        patiently(name, "a build", || {
             store
                 .leased(ONE, &ns)
                 .max_wait(Duration::from_secs(2))
@@ -367,9 +347,11 @@ fn lease_every_id_again(store: &Store<'_>, kind: &str) {
     });
     let again: Vec<_> = (0..4)
         .map(|i| {
-            build().unwrap_or_else(|e| {
-                panic!("{name}: after a wipe of {kind}, build {i} of 4 was refused: {e}")
-            })
+            patiently(
+                name,
+                &format!("after a wipe of {kind}, build {i} of 4"),
+                build,
+            )
         })
         .collect();
     let mut workers: Vec<u64> = again.iter().map(|g| g.worker()).collect();
@@ -385,9 +367,7 @@ fn lease_every_id_again(store: &Store<'_>, kind: &str) {
 fn prepare_until_ready(lease: &Lease, name: &str) -> Readiness {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let readiness = lease
-            .prepare()
-            .unwrap_or_else(|e| panic!("{name}: preparing a namespace failed: {e}"));
+        let readiness = patiently(name, "preparing a namespace", || lease.prepare());
         if readiness.wait().is_zero() {
             return readiness;
         }
@@ -453,7 +433,7 @@ pub fn a_namespace_prepared_after_a_wipe_issues_no_id_twice(fixture: &dyn Fixtur
     let name = store.name();
     let ns = namespace("prepared-after-wipe");
     let build = || {
-        patiently(name, || {
+        patiently(name, "a build", || {
             store
                 .leased(FOUR, &ns)
                 .max_wait(Duration::from_secs(2))
