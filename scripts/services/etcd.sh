@@ -34,8 +34,17 @@ etcdctl_as() {
 etcdctl_root() { etcdctl_as "root:$password" "$@"; }
 # An operator's change (a wipe, a planted mark) waits as long as the
 # cluster takes: beside CPU hogs a member can stall past what the probes
-# allow, the authentication at dial (a raft request in etcd 3.4) too.
-etcdctl_change() { etcdctl_root --dial-timeout 30s --command-timeout 30s "$@"; }
+# allow, the authentication at dial (a raft request in etcd 3.4) too, and
+# a proposal can time out in the server ("request timed out"): it is made
+# again, as deleting or putting the same keys again changes nothing more.
+etcdctl_change() {
+  local try
+  for try in 1 2 3; do
+    etcdctl_root --dial-timeout 30s --command-timeout 30s "$@" && return
+    [ "$try" -eq 3 ] || sleep 1
+  done
+  return 1
+}
 
 etcd_running() {
   local pid_file="$dir/etcd/$1.pid"

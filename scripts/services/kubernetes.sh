@@ -61,7 +61,7 @@ kube_namespace=flakegen
 kube_admin_token=flakegen-test-admin
 
 kube_api() { # METHOD PATH [BODY]: the apiserver as its admin, JSON in and out
-  curl -sS --max-time 10 --cacert "$tls/ca.crt" -H "Authorization: Bearer $kube_admin_token" \
+  curl -sS --max-time "${kube_max_time:-10}" --cacert "$tls/ca.crt" -H "Authorization: Bearer $kube_admin_token" \
     -H 'Content-Type: application/json' -X "$1" "https://127.0.0.1:$kube_port$2" ${3:+--data "$3"}
 }
 
@@ -169,6 +169,9 @@ exports_kubernetes() {
 # id's record there, or its marker (`marker` for WORKER), by the
 # annotations and labels that name them.
 wipe_kubernetes() {
+  # An operator's change waits as long as the server takes: beside CPU
+  # hogs, kube-apiserver left a list unanswered past 10 s.
+  local kube_max_time=60
   local leases="/apis/coordination.k8s.io/v1/namespaces/$kube_namespace/leases"
   local managed="labelSelector=app.kubernetes.io%2Fmanaged-by%3Dflakegen"
   if [ $# -eq 0 ]; then
