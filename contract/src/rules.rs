@@ -1051,7 +1051,11 @@ pub fn a_displaced_holder_heals_onto_a_free_id_and_writes_nothing_back(fixture: 
         "{}: the old lease was written back",
         store.name()
     );
-    assert_eq!(g.lease().unwrap().state, LeaseState::Held);
+    // Held, once its next renewal lands: at the suite's 300 ms TTL, one
+    // can be overdue on a busy machine, and the lease says `Renewing`.
+    eventually("the new lease held", || {
+        g.lease().unwrap().state == LeaseState::Held
+    });
 }
 
 /// Two generators after a loss, one id: the healing holder and a new build
