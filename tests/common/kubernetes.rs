@@ -21,7 +21,11 @@ pub const SERVER: Server = Server {
     // Renewals go through the API server to its etcd, which fsyncs: a
     // TTL of 3 s, as etcd's.
     terms: (3_000, 1_000),
-    harmless: &["api server restarted"],
+    // Its one API server restarted is an outage: 1.8 to 2.4 s between two
+    // answers here, more than the 2 s a renewal's confirmation is trusted
+    // at these terms. A refusal then is the protocol's answer, bounded by
+    // the refusal check, not a fault of the client.
+    harmless: &[],
     fault,
 };
 
