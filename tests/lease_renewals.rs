@@ -4,8 +4,9 @@
 //! never a refusal, when the registry answers that new connection well
 //! before the fence. Each registry is reached through forwarders (one per
 //! member of the etcd cluster) that can leave their connections open and
-//! silent. And a renewal's expiry lies the TTL past the time it says it
-//! wrote, however long the server is held while it writes.
+//! silent. A renewal's expiry lies the TTL past the time it says it wrote,
+//! however long the server is held while it writes. And on MariaDB, a
+//! write InnoDB rolls back as a deadlock's victim is made again.
 //!
 //! ```text
 //! eval "$(scripts/services.sh start)"
@@ -274,4 +275,131 @@ fn a_write_says_the_time_its_expiry_counts_from() {
             "a write said it wrote at {written}, and stored an expiry other than the TTL past it"
         );
     }
+}
+
+/// Runs `call` on a thread while another session on MariaDB holds the
+/// rows `first` locks, in a transaction that has changed rows (which
+/// InnoDB weighs when it picks a victim); once `call` waits on that
+/// session, the session runs `then`, which waits on `call`: a cycle, of
+/// which InnoDB rolls back the lighter side, `call`. The session then
+/// rolls back, and `call`'s answer is returned.
+#[cfg(feature = "mysql")]
+fn as_deadlocks_victim<R: Send>(first: &str, then: &str, call: impl FnOnce() -> R + Send) -> R {
+    use mysql_async::prelude::Queryable;
+
+    let url = common::mysql::SERVER.url();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let connect = || {
+        runtime
+            .block_on(mysql_async::Conn::from_url(url.as_str()))
+            .unwrap()
+    };
+    let (mut session, mut watcher) = (connect(), connect());
+    let number = |conn: &mut mysql_async::Conn, sql: &str| -> i64 {
+        let found: Option<(String, i64)> = runtime.block_on(conn.query_first(sql)).unwrap();
+        found.map_or(0, |(_, n)| n)
+    };
+    let deadlocks =
+        |conn: &mut mysql_async::Conn| number(conn, "SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'");
+    let before = deadlocks(&mut watcher);
+    let mut sql = |statement: &str| runtime.block_on(session.query_drop(statement));
+    sql("BEGIN").unwrap();
+    sql(first).unwrap();
+    let blocked_by_session = format!(
+        "SELECT 'waits', COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w \
+         JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id \
+         WHERE t.trx_mysql_thread_id = {}",
+        session.id()
+    );
+    let answer = thread::scope(|scope| {
+        let call = scope.spawn(call);
+        while number(&mut watcher, &blocked_by_session) == 0 {
+            assert!(
+                !call.is_finished(),
+                "the call never waited on the session's rows"
+            );
+            // InnoDB's tables of transactions are refreshed only when they
+            // were not read for 0.1 s.
+            thread::sleep(Duration::from_millis(150));
+        }
+        let mut sql = |statement: &str| runtime.block_on(session.query_drop(statement));
+        sql(then).expect("InnoDB rolled back the session, not the call");
+        sql("ROLLBACK").unwrap();
+        call.join().unwrap()
+    });
+    assert!(
+        deadlocks(&mut watcher) > before,
+        "InnoDB found no deadlock: the call did not hold a row the session then waited on"
+    );
+    answer
+}
+
+/// A renewal InnoDB rolls back as a deadlock's victim is made again: each
+/// of its statements commits alone, so the one rolled back wrote nothing,
+/// and the write lands. The renewal takes its record's row, then waits on
+/// the marker's, which another session holds; that session then asks for
+/// the record's. Found where builds raced after a failover: the deadlock
+/// failed a build.
+#[cfg(feature = "mysql")]
+#[test]
+fn a_renewal_chosen_as_a_deadlocks_victim_is_made_again() {
+    use flakegen::lease::backend::{Expect, NewRecord, Registry};
+
+    let registry = flakegen::lease::MysqlRegistry::new(&common::mysql::SERVER.url()).unwrap();
+    let ns = namespace();
+    let marker = registry.mark(&ns).unwrap();
+    let write = |version: u64| NewRecord {
+        holder: "a",
+        version,
+        ttl_millis: 60_000,
+        fence_unix_millis: 1_000,
+    };
+    let expect = |version| Expect {
+        marker_unix_millis: marker,
+        version,
+    };
+    registry
+        .swap(&ns, 0, expect(None), &write(1))
+        .unwrap()
+        .expect("the record inserted");
+    let renewed = as_deadlocks_victim(
+        &format!(
+            "UPDATE flakegen_namespaces SET high_water = high_water + 1 WHERE namespace = '{ns}'"
+        ),
+        &format!(
+            "UPDATE flakegen_leases SET fence_ms = fence_ms + 1 WHERE namespace = '{ns}' AND worker = 0"
+        ),
+        || registry.swap(&ns, 0, expect(Some(1)), &write(2)),
+    );
+    assert!(
+        matches!(renewed, Ok(Some(_))),
+        "a renewal rolled back as a deadlock's victim was not made again: {renewed:?}"
+    );
+}
+
+/// A namespace's marker written while InnoDB rolls back its statement as
+/// a deadlock's victim is written again: writing a marker in force again
+/// changes nothing. The marking statement reads the table's sentinel row
+/// (the history's stamp) and waits on the marker's row, which another
+/// session holds; that session then asks for the sentinel's.
+#[cfg(feature = "mysql")]
+#[test]
+fn a_marker_chosen_as_a_deadlocks_victim_is_written_again() {
+    use flakegen::lease::backend::Registry;
+
+    let registry = flakegen::lease::MysqlRegistry::new(&common::mysql::SERVER.url()).unwrap();
+    let ns = namespace();
+    let first = registry.mark(&ns).unwrap();
+    let marked = as_deadlocks_victim(
+        &format!(
+            "UPDATE flakegen_namespaces SET high_water = high_water + 1 WHERE namespace = '{ns}'"
+        ),
+        "UPDATE flakegen_leases SET fence_ms = fence_ms WHERE namespace = '' AND worker = -1",
+        || registry.mark(&ns),
+    );
+    assert_eq!(
+        marked.ok(),
+        Some(first),
+        "a marker rolled back as a deadlock's victim was not written again"
+    );
 }

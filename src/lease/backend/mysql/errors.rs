@@ -14,6 +14,18 @@ use crate::lease::backend::LeaseError;
 /// password may take: it runs only when a plain login was refused.
 const TLS_PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
+/// How many times a call InnoDB chose as a deadlock's victim is made
+/// again, within its timeout: writes race on one namespace's rows only
+/// while builds contend for its ids.
+pub(super) const DEADLOCK_RETRIES: u32 = 5;
+
+/// Whether InnoDB chose the statement as a deadlock's victim (1213). Each
+/// statement of flakegen's commits alone, so it rolled back that one
+/// statement, and nothing else.
+pub(super) fn deadlocked(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(e) if e.code == 1213)
+}
+
 impl MysqlRegistry {
     /// The client's error, said as a [`LeaseError`].
     pub(super) fn error(&self, e: mysql_async::Error) -> LeaseError {

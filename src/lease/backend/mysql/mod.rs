@@ -10,9 +10,10 @@ mod url;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, Row};
 
+use self::errors::{DEADLOCK_RETRIES, deadlocked};
 use self::session::{Session, results};
 use self::statements::{
-    CANDIDATES, HEAD, MARK, MARK_IN_FORCE, NOW, RAISE, SENTINEL, SWAP_ADOPT, SWAP_INSERT,
+    CANDIDATES, HEAD, LANDED, MARK, MARK_IN_FORCE, NOW, RAISE, SENTINEL, SWAP_ADOPT, SWAP_INSERT,
     SWAP_UPDATE, Value, bind,
 };
 use super::inspect::Verified;
@@ -37,8 +38,10 @@ use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapsh
 /// statement. The connection asks for `CLIENT_FOUND_ROWS`, so a matched
 /// row counts though its values might not change. Every call, connecting
 /// included, finishes or fails within its timeout on the client, and the
-/// server gives up a lock wait after as long. A broken connection is opened
-/// again on the next call.
+/// server gives up a lock wait after as long. A statement InnoDB rolls
+/// back as a deadlock's victim (builds marking or taking ids at once) is
+/// made again within that time, unless a write before it landed. A broken
+/// connection is opened again on the next call.
 ///
 /// A read finds what an acquisition chooses from through two indexes (the
 /// free records by fence, the held ones by expiry, over a stored column
@@ -250,10 +253,21 @@ impl Registry for MysqlRegistry {
             let result = async {
                 // A table whose rows went (TRUNCATE) begins again with a
                 // sentinel. A marker of another history is replaced; one in
-                // force stays.
-                conn.query_drop(SENTINEL).await?;
-                conn.exec_drop(MARK, (&ns,)).await?;
-                let mark: Option<(i64, i64)> = conn.exec_first(MARK_IN_FORCE, (&ns,)).await?;
+                // force stays: writing it again changes nothing, so a
+                // statement InnoDB rolled back as a deadlock's victim (two
+                // builds marking at once) is made again.
+                let mut deadlocks = 0;
+                let mark: Option<(i64, i64)> = loop {
+                    let marked = async {
+                        conn.query_drop(SENTINEL).await?;
+                        conn.exec_drop(MARK, (&ns,)).await?;
+                        conn.exec_first(MARK_IN_FORCE, (&ns,)).await
+                    };
+                    match marked.await {
+                        Err(e) if deadlocked(&e) && deadlocks < DEADLOCK_RETRIES => deadlocks += 1,
+                        marked => break marked?,
+                    }
+                };
                 let (marker, _) =
                     mark.ok_or_else(|| self.corrupt("no marker after writing one".into()))?;
                 u64::try_from(marker).map_err(|_| self.corrupt(format!("the marker is {marker}")))
@@ -330,18 +344,35 @@ impl Registry for MysqlRegistry {
                         )
                     }
                 };
-                let written = match results(&mut conn, &sql).await {
-                    Ok(sets) => sets
-                        .into_iter()
-                        .last()
-                        .and_then(|rows| rows.into_iter().next()),
-                    // A record exists: not the one expected.
-                    Err(mysql_async::Error::Server(e)) if e.code == 1062 => return Ok(None),
-                    Err(e) => return Err(e.into()),
+                let mut deadlocks = 0;
+                let (now, rows): (i64, i64) = loop {
+                    match results(&mut conn, &sql).await {
+                        Ok(sets) => {
+                            break sets
+                                .into_iter()
+                                .last()
+                                .and_then(|rows| rows.into_iter().next())
+                                .and_then(|row| mysql_async::from_row_opt(row).ok())
+                                .ok_or_else(|| self.corrupt("no outcome of a swap".into()))?;
+                        }
+                        // A record exists: not the one expected.
+                        Err(mysql_async::Error::Server(e)) if e.code == 1062 => return Ok(None),
+                        // InnoDB rolled back one statement, which wrote
+                        // nothing; one before it may have written the
+                        // record, as its version, no other write's, tells.
+                        // If none did, the swap is made again.
+                        Err(e) if deadlocked(&e) && deadlocks < DEADLOCK_RETRIES => {
+                            deadlocks += 1;
+                            let landed: Option<i64> = conn
+                                .exec_first(&*LANDED, (ttl, ttl, &ns, worker, version))
+                                .await?;
+                            if let Some(now) = landed {
+                                break (now, 1);
+                            }
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
                 };
-                let (now, rows): (i64, i64) = written
-                    .and_then(|row| mysql_async::from_row_opt(row).ok())
-                    .ok_or_else(|| self.corrupt("no outcome of a swap".into()))?;
                 Ok((rows > 0).then(|| u64::try_from(now).unwrap_or(0)))
             }
             .await;

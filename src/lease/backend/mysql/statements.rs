@@ -113,6 +113,17 @@ pub(super) const SWAP_INSERT: &str = "INSERT INTO flakegen_leases \
      SELECT ?, ?, NULLIF(?, ''), ?, m.marker_ms, ?, ? FROM flakegen_namespaces m \
      WHERE m.namespace = ? AND m.marker_ms = ? AND m.stamp = @flakegen_stamp";
 
+/// What a swap whose answer a deadlock took wrote, if its record is at its
+/// version (no other write's): the time it says it wrote, the TTL before
+/// the expiry, or the server's clock for a free record. Binds the TTL
+/// twice, the namespace, the id and the version.
+pub(super) static LANDED: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT IF(? = 0, {NOW_MS}, expires_ms - ?) FROM flakegen_leases \
+         WHERE namespace = ? AND worker = ? AND version = ?"
+    )
+});
+
 /// Writes the namespace's marker where none is in force: the server's
 /// clock, rounded up, and later than one of another history it replaces,
 /// with a high-water mark of 0 (the assignments run left to right: the
