@@ -180,3 +180,61 @@ impl Known {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record known at version 7 under marker 5, read `ago`.
+    fn known(ago: Duration) -> Basis {
+        let mark = Mark {
+            epoch: 1,
+            marker: 5,
+            high_water: 0,
+            create_revision: 1,
+            mod_revision: 1,
+        };
+        let record = Stored {
+            version: 7,
+            mod_revision: 9,
+            index_key: String::new(),
+        };
+        Basis {
+            epoch: "1".to_owned(),
+            cluster: 1,
+            mark,
+            record: Some(record),
+            at: Instant::now().checked_sub(ago).unwrap(),
+            ttl: Duration::ZERO,
+        }
+    }
+
+    fn expect(marker: u64, version: Option<u64>) -> Expect {
+        Expect {
+            marker_unix_millis: marker,
+            version,
+        }
+    }
+
+    /// What was known serves a write only if it is what the write expects,
+    /// and no TTL has passed since: a cluster restored meanwhile may have
+    /// given the revisions it names to other writes.
+    #[test]
+    fn what_was_known_serves_only_the_write_it_matches_within_a_ttl() {
+        let basis = known(Duration::from_secs(2));
+        assert!(basis.serves(&expect(5, Some(7)), 3_000));
+        assert!(
+            !basis.serves(&expect(5, Some(7)), 1_000),
+            "known longer than the TTL ago"
+        );
+        assert!(!basis.serves(&expect(6, Some(7)), 3_000), "another marker");
+        assert!(!basis.serves(&expect(5, Some(8)), 3_000), "another version");
+        assert!(!basis.serves(&expect(5, None), 3_000), "no record expected");
+        // The lease it was written for counts, where longer.
+        let written = Basis {
+            ttl: Duration::from_secs(3),
+            ..basis
+        };
+        assert!(written.serves(&expect(5, Some(7)), 1_000));
+    }
+}
