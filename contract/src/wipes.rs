@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use flakegen::lease::backend::{Expect, NewRecord};
 use flakegen::lease::{Lease, Readiness};
-use flakegen::{IdGenerator, IssueError, Layout, Snowflake};
+use flakegen::{AtomicGenerator, IdGenerator, IssueError, Layout, Snowflake};
 
 use crate::store::{SKEW, Store, TTL, namespace, now_ms, patiently};
 use crate::support::{StopOnDrop, assert_strictly_increasing};
@@ -69,6 +69,17 @@ fn issue_all(generators: &[&dyn IdGenerator], stop: &AtomicBool, issued: &Issued
     });
 }
 
+/// A generator leased in `ns`, its build asked again while the registry
+/// stalls, that waits at most 2 s for a unit.
+fn patient_build(store: &Store<'_>, layout: Layout, ns: &str) -> AtomicGenerator {
+    patiently(store.name(), "a build", || {
+        store
+            .leased(layout, ns)
+            .max_wait(Duration::from_secs(2))
+            .build_atomic()
+    })
+}
+
 /// Generators A and B hold ids and issue; `wipe` deletes data under them;
 /// C builds at once and issues. No ID is issued twice among the three; A's
 /// lease is gone, and its heal waits the TTL and the skew from the wipe; a
@@ -77,14 +88,7 @@ fn wipe_under_generators(fixture: &dyn Fixture, kind: &str) {
     let store = Store::new(fixture);
     let name = store.name();
     let ns = namespace(&format!("wipe-{kind}"));
-    let build = || {
-        patiently(name, "a build", || {
-            store
-                .leased(FOUR, &ns)
-                .max_wait(Duration::from_secs(2))
-                .build_atomic()
-        })
-    };
+    let build = || patient_build(&store, FOUR, &ns);
     let (a, b) = (build(), build());
     let wipe = match kind {
         "everything" => Wipe::Everything,
@@ -214,14 +218,7 @@ pub fn a_marker_deleted_under_its_holder_issues_no_id_twice(fixture: &dyn Fixtur
     let store = Store::new(fixture);
     let name = store.name();
     let ns = namespace("wipe-marker");
-    let build = || {
-        patiently(name, "a build", || {
-            store
-                .leased(ONE, &ns)
-                .max_wait(Duration::from_secs(2))
-                .build_atomic()
-        })
-    };
+    let build = || patient_build(&store, ONE, &ns);
     let a = build();
     let stop = AtomicBool::new(false);
     let issued = Issued {
@@ -432,14 +429,7 @@ pub fn a_namespace_prepared_after_a_wipe_issues_no_id_twice(fixture: &dyn Fixtur
     let store = Store::new(fixture);
     let name = store.name();
     let ns = namespace("prepared-after-wipe");
-    let build = || {
-        patiently(name, "a build", || {
-            store
-                .leased(FOUR, &ns)
-                .max_wait(Duration::from_secs(2))
-                .build_atomic()
-        })
-    };
+    let build = || patient_build(&store, FOUR, &ns);
     let (a, b) = (build(), build());
     let stop = AtomicBool::new(false);
     let issued = Issued {
