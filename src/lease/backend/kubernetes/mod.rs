@@ -98,6 +98,15 @@ use crate::clock::{Clock, SystemClock};
 /// and the skew allowance, as Kubernetes' own procedure stops them, or turn
 /// on [`Lease::wait_out_rollbacks`](crate::lease::Lease::wait_out_rollbacks).
 ///
+/// An API server that restarts is out of reach meanwhile, and nothing is
+/// lost: behind a single one (a one-node control plane, a development
+/// cluster), a restart leaves the registry silent for a few seconds, which
+/// a lease rides out as it rides out any registry out of reach (see
+/// [Choosing a TTL](crate::lease#choosing-a-ttl)); a shorter TTL may not,
+/// and the generator then refuses IDs until a renewal lands. Behind
+/// several API servers and a load balancer, a client whose connection one
+/// of them closed opens another, to a server still up.
+///
 /// Renewals write to the cluster's own etcd: at the default TTL of 10 s,
 /// renewed every third of it, a pod writes 0.3 Leases a second (100 pods,
 /// 30 a second). Keep the TTL at 10 s or more, as the kubelet's node
