@@ -205,3 +205,71 @@ fn a_registry_too_slow_for_its_terms_is_told_from_one_that_is_gone() {
         );
     }
 }
+
+/// A far client's first call on a database without flakegen's tables,
+/// while a near one creates them, leases: the far client learns whether
+/// the tables are there from preparing its statements, which name them.
+/// It once learned it from a check sent beside them, which its client runs
+/// a round trip after they were prepared: tables created in that round
+/// trip were there for the check and not for the statements, and the call
+/// failed with "relation flakegen_namespaces does not exist" (seen in CI,
+/// where two tests of this file met a new server's database together).
+#[cfg(feature = "postgres")]
+#[test]
+fn a_far_call_on_a_new_database_whose_tables_appear_meanwhile_leases() {
+    use flakegen::lease::PostgresRegistry;
+    use flakegen::lease::backend::{ReadRequest, Registry};
+
+    let base = common::postgres::SERVER.url();
+    let (server, _) = base.rsplit_once('/').unwrap();
+    let database = format!("flakegen_tables_race_{}", std::process::id());
+    let url = format!("{server}/{database}");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let connect = |url: &str| {
+        runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+        })
+    };
+    let admin = connect(&base);
+    let sql = |client: &tokio_postgres::Client, statement: &str| {
+        runtime.block_on(client.batch_execute(statement)).unwrap();
+    };
+    sql(
+        &admin,
+        &format!("DROP DATABASE IF EXISTS {database} WITH (FORCE)"),
+    );
+    sql(&admin, &format!("CREATE DATABASE {database}"));
+    let near = connect(&url);
+    let (far, _proxies) = at_distance(&url, Duration::from_millis(100), Duration::ZERO);
+    let far = PostgresRegistry::new(&far).unwrap();
+    let prepared = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = '{database}' \
+         AND query LIKE '%flakegen_leases%'"
+    );
+    let read = thread::scope(|scope| {
+        let read = scope.spawn(|| far.read("tables-race", &ReadRequest::new(1)));
+        // The far client's statements reached the server, without their
+        // tables; its check is a round trip (200 ms) behind them.
+        while runtime
+            .block_on(admin.query_one(&prepared, &[]))
+            .unwrap()
+            .get::<_, i64>(0)
+            == 0
+        {
+            assert!(!read.is_finished(), "the far call ended before it prepared");
+            thread::sleep(Duration::from_millis(2));
+        }
+        sql(&near, PostgresRegistry::DDL);
+        read.join().unwrap()
+    });
+    drop((near, far));
+    sql(&admin, &format!("DROP DATABASE {database} WITH (FORCE)"));
+    assert!(
+        read.is_ok(),
+        "a far call whose tables another client created meanwhile failed: {read:?}"
+    );
+}

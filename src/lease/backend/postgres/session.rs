@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
+use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
 use super::super::remote::{Connected, Failure, Remote};
@@ -161,11 +162,9 @@ macro_rules! durable {
 const DURABLE: &str = concat!("SELECT ", durable!());
 
 /// A new session's checks, in one query: whether the server is a standby
-/// (in recovery), and whether both tables are there; and [`durable!`].
+/// (in recovery); and [`durable!`].
 const CHECKS: &str = concat!(
-    "SELECT pg_is_in_recovery() AS standby, \
-     to_regclass('flakegen_leases') IS NOT NULL \
-       AND to_regclass('flakegen_namespaces') IS NOT NULL AS tables, ",
+    "SELECT pg_is_in_recovery() AS standby, ",
     durable!(),
     " AS durable"
 );
@@ -187,10 +186,16 @@ async fn prepare(client: &Client, address: &str) -> Result<Swaps, Failure<tokio_
             role: "a standby, in recovery".to_owned(),
         }));
     }
-    if checks.try_get::<_, bool>("tables")? {
-        return swaps;
+    // Whether the tables are there is what preparing the statements, which
+    // name both, found. A check beside them could say otherwise: the client
+    // prepares a query's statement first and runs it a round trip later,
+    // after the statements were prepared, and tables another client created
+    // in between were there for the check and not for them.
+    match swaps {
+        Ok(swaps) => return Ok(swaps),
+        Err(Failure::Client(e)) if e.code() == Some(&SqlState::UNDEFINED_TABLE) => {}
+        Err(e) => return Err(e),
     }
-    // The statements could not be prepared without their tables.
     create(client).await?;
     prepare_swaps(client).await
 }
