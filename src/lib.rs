@@ -198,7 +198,7 @@
 //! | `flakegen_lease_losses_total` | counter | | leases lost: taken, or gone with the registry's data or history |
 //! | `flakegen_lease_reacquisitions_total` | counter | | leases taken again after a loss (healing) |
 //! | `flakegen_lease_releases_total` | counter | | leases given back at shutdown |
-//! | `flakegen_refusals_total` | counter | `kind` | calls refused: `clock_behind`, `lease_lost`, `shut_down`, `timestamp_exhausted`, `would_block` (`try_next_id`) |
+//! | `flakegen_refusals_total` | counter | `kind` | calls refused: `clock_behind`, `copied`, `lease_lost`, `shut_down`, `timestamp_exhausted`, `would_block` (`try_next_id`) |
 //! | `flakegen_wait_seconds` | histogram | `cause` | waits, and their total time: `unit` (the unit's IDs used up), `ahead` (the IDs lie further ahead of the clock: a step back, `resume_after`, a lease's start), `fence` (at the lease's fence, for a renewal or a new lease); for the async calls, the wait they were told to make |
 //!
 //! # Unsafe code
@@ -230,12 +230,19 @@
 //! ids can: give every process its own, or lease them. Share one generator
 //! between threads (it is `Sync`), or use [`next_id`].
 //!
-//! ## Forking
+//! ## Forks and snapshots
 //!
-//! A generator in a forked child shares its parent's worker id and state, so
-//! both could issue the same ID. A process that forks must build new
-//! generators in the child, with a worker id of its own. (The ticker's thread
-//! does not survive a fork either; its callers fall back to reading the clock.)
+//! A forked child holds a copy of every generator its parent built: the
+//! same worker id, lease and last ID. flakegen sees the fork (on Unix, by a
+//! `pthread_atfork` handler; no system call per ID), and in the child those
+//! copies refuse every call with [`IssueError::Copied`], waiting on nothing
+//! of the parent's, while the parent goes on: build new generators in the
+//! child, with a worker id or a lease of its own. [`next_id`] does it by
+//! itself when its generator was leased from `FLAKEGEN_LEASE_URL`. A copy
+//! made without `fork`, such as a process or a VM restored from a snapshot,
+//! cannot be seen: its restore hook must say so (`after_restore`).
+//! The guide page *Serverless, forks and snapshots* (`flakegen::guide`) says
+//! what to do on each platform.
 //!
 //! ## IDs in JSON
 //!
@@ -273,6 +280,7 @@ mod layout;
 mod layout_text;
 pub mod lease;
 mod meter;
+mod process;
 #[cfg(feature = "serde")]
 pub mod serde;
 #[cfg(any(feature = "postgres", feature = "sqlx"))]

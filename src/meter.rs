@@ -74,7 +74,7 @@ pub(crate) const METRICS: [(&str, Kind, &str); 10] = [
     (
         REFUSALS,
         Kind::Counter,
-        "Calls refused (label kind: clock_behind, lease_lost, shut_down, timestamp_exhausted, would_block)",
+        "Calls refused (label kind: clock_behind, copied, lease_lost, shut_down, timestamp_exhausted, would_block)",
     ),
     (
         WAITS,
@@ -148,6 +148,7 @@ mod on {
             IssueError::TimestampExhausted { .. } => "timestamp_exhausted",
             IssueError::LeaseLost { .. } => "lease_lost",
             IssueError::ShutDown => "shut_down",
+            IssueError::Copied => "copied",
         };
         ::metrics::counter!(super::REFUSALS, "namespace" => namespace.to_owned(), "kind" => kind)
             .increment(1);

@@ -2,8 +2,14 @@
 //! of its own (this binary run again with the case's name), since a
 //! process sets its generator up once.
 
+mod common;
+
 use std::process::{Command, ExitCode};
 
+#[cfg(unix)]
+use common::fork::side_by_side;
+#[cfg(unix)]
+use flakegen::IssueError;
 use flakegen::global::SetUpError;
 use flakegen::{Builder, Error, Layout};
 
@@ -49,6 +55,20 @@ const CASES: &[(&str, &[(&str, &str)])] = &[
         &[("FLAKEGEN_WORKER_ID", "7")],
     ),
     ("exit_waits_the_leases_own_release_wait", &[]),
+    #[cfg(unix)]
+    (
+        "a_forked_childs_global_on_a_worker_id_is_refused",
+        &[("FLAKEGEN_WORKER_ID", "11")],
+    ),
+    // A value `$VAR` is that variable of the test's own environment.
+    #[cfg(all(unix, feature = "redis"))]
+    (
+        "a_forked_childs_global_leased_from_the_environment_leases_its_own",
+        &[
+            ("FLAKEGEN_LEASE_URL", "$FLAKEGEN_TEST_REDIS_URL"),
+            ("FLAKEGEN_LEASE_NAMESPACE", "global-fork"),
+        ],
+    ),
 ];
 
 /// How long, at most, a process whose lease's `release_wait` is 20 ms may
@@ -71,7 +91,7 @@ fn main() -> ExitCode {
             .env_remove("FLAKEGEN_LEASE_URL")
             .env_remove("FLAKEGEN_LAYOUT")
             .env_remove("FLAKEGEN_STRATEGY")
-            .envs(env.iter().copied())
+            .envs(env.iter().map(|&(name, value)| (name, from_env(value))))
             .output()
             .unwrap();
         let exited = std::time::SystemTime::now();
@@ -104,6 +124,16 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// `value`, or for `$VAR` that variable of this process's environment.
+fn from_env(value: &str) -> String {
+    match value.strip_prefix('$') {
+        Some(var) => std::env::var(var).unwrap_or_else(|_| {
+            panic!("{var} is not set: start the test servers (scripts/services.sh start)")
+        }),
+        None => value.to_owned(),
     }
 }
 
@@ -199,9 +229,73 @@ fn run(case: &str) {
                 .as_nanos();
             println!("main ended at {nanos}");
         }
+        #[cfg(unix)]
+        "a_forked_childs_global_on_a_worker_id_is_refused" => {
+            flakegen::next_id().unwrap();
+            let (parent, child) = side_by_side(
+                || {
+                    // The worker id is the parent's, which still issues.
+                    let refused = (0..1000).all(|_| {
+                        matches!(flakegen::next_id(), Err(Error::Issue(IssueError::Copied)))
+                    });
+                    let generator = flakegen::global::generator().map(|_| ());
+                    let copied = matches!(generator, Err(Error::Issue(IssueError::Copied)));
+                    format!("{refused} {copied}")
+                },
+                || (0..10_000).filter(|_| flakegen::next_id().is_ok()).count(),
+                CHILD_BOUND,
+            );
+            assert_eq!(parent, 10_000);
+            assert_eq!(child, "true true", "(every call refused, and generator())");
+        }
+        #[cfg(all(unix, feature = "redis"))]
+        "a_forked_childs_global_leased_from_the_environment_leases_its_own" => {
+            use std::collections::HashSet;
+            let span = std::time::Duration::from_secs(1);
+            let issue = || {
+                let start = std::time::Instant::now();
+                let mut ids = Vec::new();
+                while start.elapsed() < span {
+                    ids.push(flakegen::next_id().unwrap().as_u64());
+                }
+                ids
+            };
+            issue();
+            let parents_worker = flakegen::global::generator().unwrap().worker();
+            let (parent, child) = side_by_side(
+                || {
+                    let ids = issue();
+                    let worker = flakegen::global::generator().unwrap().worker();
+                    let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+                    format!("{worker}\n{}", ids.join("\n"))
+                },
+                issue,
+                CHILD_BOUND,
+            );
+            let mut lines = child.lines();
+            let childs_worker: u64 = lines.next().unwrap().parse().unwrap();
+            assert_ne!(
+                childs_worker, parents_worker,
+                "the child leased the parent's id"
+            );
+            let child: Vec<u64> = lines.map(|id| id.parse().unwrap()).collect();
+            assert!(!child.is_empty(), "the child issued nothing");
+            let mut seen = HashSet::new();
+            let twice = parent.iter().chain(&child).filter(|id| !seen.insert(**id));
+            assert_eq!(twice.count(), 0, "IDs issued twice");
+            // The child's exit gave its own id back, not the parent's.
+            let status = flakegen::global::generator().unwrap().lease().unwrap();
+            assert_eq!(status.state, flakegen::lease::LeaseState::Held);
+            assert_eq!(status.worker, parents_worker);
+            flakegen::next_id().unwrap();
+        }
         other => panic!("no case {other}"),
     }
 }
+
+/// How long a forked child of a case may take.
+#[cfg(unix)]
+const CHILD_BOUND: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// A registry that never answers a release: it hangs for 10 s.
 #[derive(Default)]

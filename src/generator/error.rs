@@ -69,6 +69,13 @@ pub enum IssueError {
     /// ([`IdGenerator::shutdown`](crate::IdGenerator::shutdown)) and gave its
     /// worker id back: another generator may hold it now.
     ShutDown,
+    /// The generator belongs to another copy of this process, which may
+    /// issue the same IDs: it was built before this process was forked
+    /// from its parent, or this copy was restored from a snapshot and its
+    /// worker id is not its own. Nothing was issued, and nothing
+    /// of the other copy's (its lease, its registry connections, its
+    /// threads) was touched.
+    Copied,
 }
 
 impl IssueError {
@@ -80,7 +87,8 @@ impl IssueError {
             | IssueError::ClockBehind { behind_nanos: n } => Some(Duration::from_nanos(n)),
             IssueError::TimestampExhausted { .. }
             | IssueError::LeaseLost { .. }
-            | IssueError::ShutDown => None,
+            | IssueError::ShutDown
+            | IssueError::Copied => None,
         }
     }
 }
@@ -119,6 +127,12 @@ impl fmt::Display for IssueError {
             IssueError::ShutDown => f.write_str(
                 "this generator was shut down and gave its worker id back: build a new \
                  generator to issue more IDs",
+            ),
+            IssueError::Copied => f.write_str(
+                "this generator belongs to another copy of this process (it was built before \
+                 a fork, in the parent, or this process was restored from a snapshot), which \
+                 may issue the same IDs: build a new generator in this process, with a lease \
+                 or a worker id of its own (see the guide: Serverless, forks and snapshots)",
             ),
         }
     }

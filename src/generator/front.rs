@@ -194,7 +194,13 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     #[inline]
     fn issue(&self, count: u64, wait: Wait) -> Result<(u64, &Claim), IssueError> {
         // Before the reservation: see `claims.rs`.
-        self.issue_under(self.core.claims.current(), count, wait)
+        let claim = self.core.claims.current();
+        // Before the strategy too, whose lock the parent may have held at
+        // the fork: a forked child takes nothing of its parent's.
+        if claim.is_copy() {
+            return Err(IssueError::Copied);
+        }
+        self.issue_under(claim, count, wait)
     }
 
     #[inline]
@@ -317,6 +323,10 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     #[cold]
     fn next_claim(&self, claim: &Claim, say_wait: bool) -> Result<&Claim, IssueError> {
         let core = &self.core;
+        if claim.is_copy() {
+            // The lease's state is the parent's, and so are its locks.
+            return Err(IssueError::Copied);
+        }
         let refused = || core.refusal_error(Refusal::Fenced, claim, 0);
         let current = core.claims.current();
         if !std::ptr::eq(current, claim) {
@@ -356,6 +366,9 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
 
     fn try_issue(&self, count: u64) -> Result<(u64, &Claim), IssueError> {
         let mut claim = self.core.claims.current();
+        if claim.is_copy() {
+            return Err(IssueError::Copied);
+        }
         loop {
             match self.raw.try_reserve(&self.core, claim, count) {
                 Ok(first) => return Ok((first, claim)),
@@ -377,6 +390,12 @@ impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
     /// Without a lease, it leaves its seat in the process with the last tick
     /// it handed out, for the next generator on it to start after.
     fn drop(&mut self) {
+        if self.core.claims.current().is_copy() {
+            // The worker id, the lease and the seat are the parent's, which
+            // still issues under them: a forked child leaves them alone (its
+            // parts skip their own clean-up likewise).
+            return;
+        }
         let release = self.shutdown();
         self.core.leave(self.raw.last_issued(), release);
     }
@@ -428,6 +447,10 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     }
 
     fn lease(&self) -> Option<LeaseStatus> {
+        if self.core.claims.current().is_copy() {
+            // The parent's lease, behind the parent's locks.
+            return None;
+        }
         self.core.lease.as_ref().map(LeaseHandle::status)
     }
 
@@ -435,6 +458,10 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
         let Some(lease) = &self.core.lease else {
             return Release::nothing();
         };
+        if self.core.claims.current().is_copy() {
+            // The lease is the parent's to release, not a forked child's.
+            return Release::nothing();
+        }
         // No claim is installed from now on: this is the last.
         let claim = self.core.claims.shut();
         let last = match claim.fence().close() {

@@ -152,7 +152,9 @@ pub trait IdGenerator: Send + Sync {
     }
 
     /// Where the generator's worker-id lease stands (see [`lease`](crate::lease)),
-    /// or `None` if it was given its worker id directly.
+    /// or `None` if it was given its worker id directly, or if it was built
+    /// before this process was forked: the lease is the parent's, and every
+    /// call here is refused with [`IssueError::Copied`].
     fn lease(&self) -> Option<LeaseStatus> {
         None
     }

@@ -19,6 +19,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::error::BuildError;
 use crate::layout::Layout;
+use crate::process::Generation;
 
 /// A layout, a worker id, and the time the generator's clock tells (`None`:
 /// the machine's).
@@ -43,6 +44,9 @@ static SEATS: Mutex<Option<HashMap<Key, Place>>> = Mutex::new(None);
 #[derive(Debug)]
 pub(crate) struct Seat {
     key: Key,
+    /// A forked child's copy of a seat stays taken: the parent still issues
+    /// on it.
+    generation: Generation,
 }
 
 impl Drop for Seat {
@@ -80,12 +84,19 @@ impl Seat {
             return Err(BuildError::WorkerInUse { worker });
         }
         place.taken = true;
-        Ok((Seat { key }, place.last_tick))
+        let seat = Seat {
+            key,
+            generation: Generation::now(),
+        };
+        Ok((seat, place.last_tick))
     }
 
     /// Records `last_tick` as handed out on the seat, and frees it (it is
     /// freed again, harmlessly, when dropped).
     pub(crate) fn leave(&self, last_tick: u64) {
+        if self.generation.is_past() {
+            return;
+        }
         let mut seats = SEATS.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(place) = seats.get_or_insert_with(HashMap::new).get_mut(&self.key) {
             place.taken = false;

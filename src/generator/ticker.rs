@@ -13,6 +13,7 @@ use super::state::{Refusal, TickCounter, TickRules, tick_counter_methods};
 use super::wait;
 use crate::clock::{self, Clock, SystemClock};
 use crate::lease::Claim;
+use crate::process::Generation;
 use crate::sync::{AtomicBool, AtomicU64, Ordering};
 
 /// A background thread reads the clock once per time unit; callers never do.
@@ -57,6 +58,8 @@ pub struct Ticker {
     /// What the thread publishes and callers read.
     published: Arc<Published>,
     thread: Option<JoinHandle<()>>,
+    /// The process the thread runs in: a forked child has no such thread.
+    generation: Generation,
 }
 
 impl core::fmt::Debug for Ticker {
@@ -124,6 +127,7 @@ impl Ticker {
                 stop: AtomicBool::new(false),
             }),
             thread: None,
+            generation: Generation::now(),
         })
     }
 
@@ -291,6 +295,12 @@ impl<C: Clock> Generator<Ticker, C> {
 
 impl Drop for Ticker {
     fn drop(&mut self) {
+        if self.generation.is_past() {
+            // The thread runs in the parent: joining it here would wait
+            // forever, and detaching it would touch the parent's copy.
+            std::mem::forget(self.thread.take());
+            return;
+        }
         if let Some(thread) = self.thread.take() {
             // Release: see `run`.
             self.published.stop.store(true, Ordering::Release);

@@ -18,6 +18,15 @@
 //! through an exit handler that waits for the registry within
 //! [`Lease::release_wait`]; elsewhere the lease expires after its TTL).
 //!
+//! A forked child never issues with its parent's generator: its first call
+//! there leases an id of the child's own when the generator was leased
+//! from `FLAKEGEN_LEASE_URL` (on a connection of its own, released at the
+//! child's exit), and is refused ([`IssueError::Copied`]) otherwise: a worker
+//! id given is the parent's, and a generator [`set_up`] by hand has no URL
+//! to lease from. A process restored from a snapshot calls
+//! `after_restore` in its restore hook (see the guide page *Serverless,
+//! forks and snapshots* in `flakegen::guide`).
+//!
 //! # Examples
 //!
 //! ```standalone_crate
@@ -33,6 +42,7 @@
 //! # Ok::<(), flakegen::Error>(())
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 pub(crate) mod error;
@@ -40,13 +50,26 @@ pub(crate) mod error;
 pub use self::error::SetUpError;
 
 use crate::error::Error;
-use crate::generator::{Builder, IdGenerator, Strategy};
+use crate::generator::{Builder, IdGenerator, IssueError, Strategy};
 use crate::id::Snowflake;
 use crate::layout::Layout;
 use crate::lease::{self, Lease};
+use crate::process::{Generation, PerCopy};
 
 /// The process's generator, once set up.
 static GENERATOR: OnceLock<Box<dyn IdGenerator>> = OnceLock::new();
+
+/// The process generation the generator was set up in: in a forked
+/// child, the parent's.
+static SET_UP_IN: OnceLock<Generation> = OnceLock::new();
+
+/// Whether the process's generator was leased from `FLAKEGEN_LEASE_URL`,
+/// which a forked child can lease from again.
+static LEASED_FROM_ENV: AtomicBool = AtomicBool::new(false);
+
+/// A forked child's own generator, leased from `FLAKEGEN_LEASE_URL` by
+/// its first call (the parent's refuses there).
+static CHILDS: PerCopy<Box<dyn IdGenerator>> = PerCopy::new();
 
 /// Held while the environment is read and a generator built, so that two
 /// first calls build one generator, not two.
@@ -67,9 +90,34 @@ static SETTING_UP: Mutex<()> = Mutex::new(());
 #[inline]
 pub fn next_id() -> Result<Snowflake, Error> {
     match GENERATOR.get() {
-        Some(generator) => Ok(generator.next_id()?),
+        Some(generator) => match generator.next_id() {
+            Err(IssueError::Copied) => childs_id(),
+            issued => Ok(issued?),
+        },
         None => first_id(),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn childs_id() -> Result<Snowflake, Error> {
+    Ok(childs()?.next_id()?)
+}
+
+/// A forked child's own generator, leased from `FLAKEGEN_LEASE_URL` by
+/// the first call that asks; [`IssueError::Copied`] where the parent's
+/// was not leased from there.
+#[cold]
+fn childs() -> Result<&'static dyn IdGenerator, Error> {
+    if !LEASED_FROM_ENV.load(Ordering::Relaxed) {
+        return Err(IssueError::Copied.into());
+    }
+    let generator = CHILDS.get_or_try_make(|| {
+        let generator = from_env()?;
+        crate::clock::at_exit(release_at_exit);
+        Ok::<_, Error>(generator)
+    })?;
+    Ok(&**generator)
 }
 
 #[cold]
@@ -91,10 +139,13 @@ fn first_id() -> Result<Snowflake, Error> {
 pub async fn next_id_async() -> Result<Snowflake, Error> {
     use crate::AsyncIdGenerator;
     let generator = match GENERATOR.get() {
-        Some(generator) => generator,
+        Some(generator) => &**generator,
         None => generator()?,
     };
-    Ok(generator.next_id_async().await?)
+    match generator.next_id_async().await {
+        Err(IssueError::Copied) => Ok(childs()?.next_id_async().await?),
+        issued => Ok(issued?),
+    }
 }
 
 /// Makes `generator` the process's, for [`next_id`] and [`generator`].
@@ -109,6 +160,7 @@ pub fn set_up(generator: impl IdGenerator + 'static) -> Result<(), SetUpError> {
     GENERATOR
         .set(Box::new(generator))
         .map_err(|_| SetUpError::AlreadySetUp)?;
+    let _ = SET_UP_IN.set(Generation::now());
     if leased {
         crate::clock::at_exit(release_at_exit);
     }
@@ -125,6 +177,9 @@ pub fn set_up(generator: impl IdGenerator + 'static) -> Result<(), SetUpError> {
 /// As for [`next_id`]'s first call.
 pub fn generator() -> Result<&'static dyn IdGenerator, Error> {
     if let Some(generator) = GENERATOR.get() {
+        if SET_UP_IN.get().is_some_and(|set_up| set_up.is_past()) {
+            return childs();
+        }
         return Ok(&**generator);
     }
     let _setting_up = SETTING_UP.lock().unwrap_or_else(PoisonError::into_inner);
@@ -134,7 +189,9 @@ pub fn generator() -> Result<&'static dyn IdGenerator, Error> {
     }
     let generator = from_env()?;
     let leased = generator.lease().is_some();
+    LEASED_FROM_ENV.store(leased, Ordering::Relaxed);
     let generator = GENERATOR.get_or_init(|| generator);
+    let _ = SET_UP_IN.set(Generation::now());
     if leased {
         crate::clock::at_exit(release_at_exit);
     }
@@ -191,8 +248,12 @@ fn from_env() -> Result<Box<dyn IdGenerator>, Error> {
 
 /// At exit: the leased generator gives its id back, and the registry is
 /// waited for, within the lease's `release_wait`.
+///
+/// In a forked child the parent's generator releases nothing (the lease is
+/// the parent's): the child's own does.
 extern "C" fn release_at_exit() {
-    if let Some(generator) = GENERATOR.get() {
+    let own = CHILDS.get_here().or(GENERATOR.get());
+    if let Some(generator) = own {
         let wait = generator
             .lease()
             .map_or(std::time::Duration::ZERO, |status| status.release_wait);

@@ -3,6 +3,7 @@
 use super::fence::{self, Fence};
 use crate::id::Snowflake;
 use crate::layout::Layout;
+use crate::process::Generation;
 
 /// A worker id and the ticks a generator may issue with it: those after
 /// [`last`](Self::last) and below the fence's cap.
@@ -25,6 +26,9 @@ pub struct Claim {
     worker: u64,
     /// The last tick this claim may not issue: its predecessor's.
     last: u64,
+    /// The process generation it was made in: in a forked child, every
+    /// claim is the parent's (see `process.rs`).
+    generation: Generation,
 }
 
 impl core::fmt::Debug for Claim {
@@ -45,6 +49,7 @@ impl Claim {
             worker_field: layout.worker_field(worker),
             worker,
             last: 0,
+            generation: Generation::now(),
         }
     }
 
@@ -62,7 +67,15 @@ impl Claim {
             worker_field: layout.worker_field(worker),
             worker,
             last: fence::last_before(layout, previous_fence_unix_millis),
+            generation: Generation::now(),
         }
+    }
+
+    /// Whether this claim was made in another copy of the process (the
+    /// parent of this forked child): nothing may be issued under it here.
+    #[inline]
+    pub(crate) fn is_copy(&self) -> bool {
+        self.generation.is_past()
     }
 
     /// The worker id.

@@ -8,6 +8,7 @@ use super::backend::LeaseError;
 use super::claim::Claim;
 use super::error::Refused;
 use super::status::{ClaimId, LeaseStatus, Shared, Stop};
+use crate::process::Generation;
 
 /// The build's end of the first acquisition, under way on the lease's
 /// thread. Dropping it (a build that failed, a build future cancelled)
@@ -28,6 +29,7 @@ impl Pending {
             handle: LeaseHandle {
                 shared,
                 release_wait,
+                generation: Generation::now(),
             },
             start_wait,
         }
@@ -66,6 +68,10 @@ pub(crate) struct LeaseHandle {
     shared: Arc<Shared>,
     /// How long a dropped generator waits for its release (`Lease::release_wait`).
     release_wait: Duration,
+    /// The process whose thread keeps the lease: a forked child's copy
+    /// of the handle has no thread to tell, and must not wait on the
+    /// locks it shares with one.
+    generation: Generation,
 }
 
 impl LeaseHandle {
@@ -135,6 +141,9 @@ impl LeaseHandle {
 
 impl Drop for LeaseHandle {
     fn drop(&mut self) {
+        if self.generation.is_past() {
+            return;
+        }
         // A no-op after `release`: only a generator never built gets here first.
         self.shared.stop(Stop { issued: None });
     }

@@ -5,6 +5,8 @@
 
 #[cfg(feature = "etcd")]
 pub mod etcd;
+#[cfg(unix)]
+pub mod fork;
 #[cfg(feature = "remote")]
 pub mod forwarder;
 #[cfg(feature = "tokio")]

@@ -1,0 +1,212 @@
+//! A process forked after its generators issued: the child holds a copy of
+//! each (worker id, lease, last tick), and issues none of its parent's IDs.
+//! Every generator refuses there with `IssueError::Copied`, at once, never
+//! waiting on anything of the parent's, while the parent goes on issuing.
+//!
+//! ```text
+//! cargo test --test fork
+//! eval "$(scripts/services.sh start redis)"
+//! cargo test --features redis --test fork   # and a lease on a real Redis
+//! ```
+
+#![cfg(unix)]
+
+mod common;
+
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use common::fork::side_by_side;
+use flakegen::lease::{Lease, LeaseState, MemoryRegistry};
+use flakegen::{Builder, IdGenerator, IssueError, Snowflake, Strategy};
+
+/// How long each side issues.
+const SIDE_BY_SIDE: Duration = Duration::from_millis(300);
+/// How long a child may take, from the fork to its exit: a child that
+/// waited on its parent's threads or locks would take for ever.
+const BOUND: Duration = Duration::from_secs(20);
+
+/// What a child did with a generator: the IDs it issued, and how many
+/// calls were refused as a copy's. Anything else it met is an error.
+#[derive(Debug, Default)]
+struct Child {
+    ids: Vec<u64>,
+    copied: u64,
+}
+
+impl Child {
+    fn said(text: &str) -> Child {
+        let mut child = Child::default();
+        for line in text.lines() {
+            match line.split_once(' ') {
+                Some(("id", id)) => child.ids.push(id.parse().unwrap()),
+                Some(("copied", n)) => child.copied += n.parse::<u64>().unwrap(),
+                _ => panic!("the child met something else: {line}"),
+            }
+        }
+        child
+    }
+}
+
+/// Issues with every call of `generator` for `span`: IDs and refusals,
+/// as a child says them.
+fn issue_for(generator: &dyn IdGenerator, span: Duration) -> String {
+    let mut said = String::new();
+    let mut copied = 0;
+    let mut note = |issued: Result<Vec<Snowflake>, IssueError>| match issued {
+        Ok(ids) => ids
+            .iter()
+            .for_each(|id| writeln!(said, "id {}", id.as_u64()).unwrap()),
+        Err(IssueError::Copied) => copied += 1,
+        Err(other) => writeln!(said, "error {other:?}: {other}").unwrap(),
+    };
+    let start = Instant::now();
+    while start.elapsed() < span {
+        note(generator.next_id().map(|id| vec![id]));
+        note(generator.try_next_id().map(|id| vec![id]));
+        let mut batch = [Snowflake::default(); 8];
+        note(generator.next_ids(&mut batch).map(|()| batch.to_vec()));
+        note(generator.try_next_ids(&mut batch).map(|()| batch.to_vec()));
+    }
+    writeln!(said, "copied {copied}").unwrap();
+    said
+}
+
+/// The parent's side: IDs for `span`, every one issued.
+fn parent_issues(generator: &dyn IdGenerator, span: Duration) -> Vec<u64> {
+    let start = Instant::now();
+    let mut ids = Vec::new();
+    while start.elapsed() < span {
+        ids.push(
+            generator
+                .next_id()
+                .expect("the parent was refused")
+                .as_u64(),
+        );
+    }
+    ids
+}
+
+/// Neither side issued an ID twice, nor one the other issued; the child
+/// issued none, and was refused as a copy.
+fn none_twice(parent: &[u64], child: &Child) {
+    let mut seen = HashSet::new();
+    let twice = parent
+        .iter()
+        .chain(&child.ids)
+        .filter(|id| !seen.insert(**id));
+    assert_eq!(twice.count(), 0, "IDs issued twice");
+    assert!(
+        child.ids.is_empty(),
+        "the child issued {} IDs",
+        child.ids.len()
+    );
+    assert!(child.copied > 0, "the child was never refused");
+    assert!(!parent.is_empty(), "the parent issued nothing");
+}
+
+#[test]
+fn a_forked_child_issues_nothing_with_any_strategy() {
+    for (worker, strategy) in (70..).zip(Strategy::ALL) {
+        let generator = Builder::new().worker(worker).build(strategy).unwrap();
+        generator.next_id().unwrap();
+        // Dropped in the child only (each process has its own copy).
+        let generator = RefCell::new(Some(generator));
+        let (parent, child) = side_by_side(
+            || {
+                let generator = generator.borrow_mut().take().unwrap();
+                let mut said = issue_for(&*generator, SIDE_BY_SIDE);
+                // A copy has no lease to show, and a drop here leaves the
+                // parent's worker id alone, waiting on nothing.
+                assert!(generator.lease().is_none());
+                drop(generator);
+                // The parent still issues on worker 70: a new generator on
+                // it here would repeat the parent's IDs.
+                match Builder::new().worker(worker).build(strategy) {
+                    Err(flakegen::BuildError::WorkerInUse { .. }) => {}
+                    other => writeln!(said, "built again: {:?}", other.map(|_| ())).unwrap(),
+                }
+                said
+            },
+            || parent_issues(&**generator.borrow().as_ref().unwrap(), SIDE_BY_SIDE),
+            BOUND,
+        );
+        none_twice(&parent, &Child::said(&child));
+        let generator = generator.into_inner().unwrap();
+        assert!(
+            generator.next_id().is_ok(),
+            "{strategy:?}: the parent stopped"
+        );
+    }
+}
+
+#[test]
+fn a_forked_child_of_a_leased_generator_issues_nothing_and_releases_nothing() {
+    let registry = MemoryRegistry::new();
+    let lease = Lease::new(registry.clone(), "forked");
+    let generator = Builder::new().lease(lease).build_atomic().unwrap();
+    generator.next_id().unwrap();
+    let generator = RefCell::new(Some(generator));
+    let (parent, child) = side_by_side(
+        || {
+            let generator = generator.borrow_mut().take().unwrap();
+            let said = issue_for(&generator, SIDE_BY_SIDE);
+            // Its shutdown and its drop are the parent's lease's: the child
+            // neither sends them to a thread it does not have nor waits.
+            let _ = generator.shutdown();
+            drop(generator);
+            said
+        },
+        || parent_issues(generator.borrow().as_ref().unwrap(), SIDE_BY_SIDE),
+        BOUND,
+    );
+    none_twice(&parent, &Child::said(&child));
+    let generator = generator.into_inner().unwrap();
+    assert_eq!(generator.lease().unwrap().state, LeaseState::Held);
+}
+
+/// On a real Redis: the child's copy of the connection, the lease and its
+/// thread are the parent's. The child issues nothing, and its exit (exit
+/// handlers included) gives nothing back: the parent's lease stays held.
+#[cfg(feature = "redis")]
+#[test]
+fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
+    let url = common::server::env("FLAKEGEN_TEST_REDIS_URL");
+    let namespace = format!("fork-{}", std::process::id());
+    let lease = |registry| {
+        Lease::new(registry, namespace.as_str())
+            .ttl(Duration::from_secs(3))
+            .skew(Duration::from_secs(1))
+    };
+    common::ready(&[&lease(flakegen::lease::connect(&url).unwrap())]);
+    let generator = Builder::new()
+        .lease(lease(flakegen::lease::connect(&url).unwrap()))
+        .build_atomic()
+        .unwrap();
+    let worker = generator.worker();
+    generator.next_id().unwrap();
+    let generator = RefCell::new(Some(generator));
+    // Longer than the renewals' period: the parent's renewals go on.
+    let span = Duration::from_secs(2);
+    let (parent, child) = side_by_side(
+        || {
+            let generator = generator.borrow_mut().take().unwrap();
+            let said = issue_for(&generator, span);
+            drop(generator);
+            said
+        },
+        || parent_issues(generator.borrow().as_ref().unwrap(), span),
+        BOUND,
+    );
+    none_twice(&parent, &Child::said(&child));
+    let generator = generator.into_inner().unwrap();
+    // After the child's exit, the parent's lease is still its own, renewed.
+    let before: HashSet<u64> = parent.into_iter().collect();
+    let after = parent_issues(&generator, Duration::from_millis(1500));
+    assert!(after.iter().all(|id| !before.contains(id)));
+    let status = generator.lease().unwrap();
+    assert_eq!(status.state, LeaseState::Held, "{status:?}");
+    assert_eq!(generator.worker(), worker);
+}
