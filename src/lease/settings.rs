@@ -264,12 +264,15 @@ impl Lease {
         protocol::readiness(&*self.registry, &self.terms_for_tools())
     }
 
-    /// Writes id 0's record of the namespace again, free, its fence where
-    /// it was (marking the namespace first, as a first build would): the
-    /// write `flakegen leases check` makes to learn whether this host may
-    /// write to the registry. A record a generator holds is left alone.
-    /// Returns whether it wrote: not over a live record, nor when another
-    /// writer came between.
+    /// Writes id 0's record of the namespace again, free (marking the
+    /// namespace first, as a first build would): the write `flakegen leases
+    /// check` makes to learn whether this host may write to the registry. A
+    /// record a generator holds is left alone, and the fence written is
+    /// where a build would start id 0: where its last holder left it, or,
+    /// if the registry lost its data, past the loss by the TTL and the skew
+    /// allowance, so that no build after it starts under a holder the loss
+    /// hid. Returns whether it wrote: not over a live record, nor when
+    /// another writer came between.
     ///
     /// # Errors
     ///

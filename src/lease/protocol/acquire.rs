@@ -507,6 +507,36 @@ mod tests {
         assert_ne!(rewritten.version, released.version);
     }
 
+    /// Last round's trap: a test write after a wipe wrote id 0 back free
+    /// at fence 0 under a fresh marker, and the next build took it at once
+    /// while the holder the wipe hid still issued below its own fence.
+    #[cfg(feature = "inspect")]
+    #[test]
+    fn a_test_write_after_a_loss_fences_id_0_past_it() {
+        let registry = crate::lease::backend::memory::MemoryRegistry::new();
+        let t = Terms {
+            workers: 1,
+            ..terms()
+        };
+        crate::lease::protocol::readiness(&registry, &t).unwrap();
+        let holder = acquire(&registry, &t, "holder", now_ms, None).unwrap();
+        let holders_fence = holder.holding.fence_unix_millis;
+        registry.lose_data();
+        assert!(crate::lease::protocol::test_write(&registry, &t).unwrap());
+        let written = registry.record("n", 0).unwrap();
+        let marker = written.marker_unix_millis;
+        assert!(written.holder.is_empty());
+        assert!(
+            written.fence_unix_millis >= t.unrecorded_fence(marker),
+            "id 0 written free at {}, inside the loss rule's bound",
+            written.fence_unix_millis
+        );
+        let next = acquire(&registry, &t, "next", now_ms, None).unwrap();
+        assert_eq!(next.holding.worker, 0);
+        assert!(next.previous_fence_unix_millis >= holders_fence);
+        assert!(next.previous_fence_unix_millis >= t.unrecorded_fence(marker));
+    }
+
     #[test]
     fn a_pause_after_a_lost_race_is_random_and_bounded() {
         for lost in 1..40 {

@@ -8,7 +8,7 @@ use super::ids::fresh_version;
 use super::start::Lost;
 use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry};
 #[cfg(feature = "inspect")]
-use crate::lease::backend::{ReadRequest, RecordState};
+use crate::lease::backend::ReadRequest;
 
 /// How many writes whose outcome is unknown a holder remembers.
 const IN_DOUBT: usize = 4;
@@ -136,12 +136,16 @@ impl Holding {
     }
 }
 
-/// Writes id 0's record of the namespace again, free, with its fence where
-/// it was: a release's write where nobody holds the id, marking the
+/// Writes id 0's record of the namespace again, free, marking the
 /// namespace first if need be (as a first build would: no earlier than any
 /// loss). What a tool writes to learn whether this host may write. Never
-/// takes an id from a holder: a live record is left alone. Returns whether
-/// it wrote: not over a live record, nor when another writer came between.
+/// takes an id from a holder: a live record is left alone. Its fence is
+/// where an acquisition would start id 0 ([`Terms::choose`]): where its
+/// previous holder left it, or past a loss (rule 6) when the registry no
+/// longer vouches for its record, so a build after it waits as a build
+/// before it would, and none starts under a holder the loss hid. Returns
+/// whether it wrote: not over a live record, nor when another writer came
+/// between.
 #[cfg(feature = "inspect")]
 pub(crate) fn test_write(registry: &dyn Registry, terms: &Terms<'_>) -> Result<bool, LeaseError> {
     let snapshot = registry.read(terms.namespace, &ReadRequest::new(1).prefer(Some(0)))?;
@@ -149,22 +153,22 @@ pub(crate) fn test_write(registry: &dyn Registry, terms: &Terms<'_>) -> Result<b
         Some(marker) => marker,
         None => registry.mark(terms.namespace)?,
     };
-    let record = snapshot.records.iter().find(|r| r.worker == 0);
-    let live = record.is_some_and(|r| {
-        r.judged(Some(marker_unix_millis), snapshot.server_unix_millis) == RecordState::Held
-    });
-    if live {
+    let terms = Terms {
+        workers: 1,
+        ..*terms
+    };
+    let now_ms = snapshot.server_unix_millis;
+    let Ok(choice) = terms.choose(&snapshot, &[], marker_unix_millis, now_ms, Some(0)) else {
+        // Held: a live record is left alone.
         return Ok(false);
-    }
+    };
     let free = NewRecord {
         holder: "",
         version: fresh_version(),
         ttl_millis: 0,
-        fence_unix_millis: record.map_or(0, |r| r.fence_unix_millis),
+        fence_unix_millis: choice.start_unix_millis,
     };
-    let expect = Expect {
-        marker_unix_millis,
-        version: record.map(|r| r.version),
-    };
-    Ok(registry.swap(terms.namespace, 0, expect, &free)?.is_some())
+    Ok(registry
+        .swap(terms.namespace, 0, choice.expect, &free)?
+        .is_some())
 }
