@@ -203,7 +203,7 @@
 //!
 //! # Unsafe code
 //!
-//! The crate denies `unsafe` everywhere but in three files, each of which
+//! The crate denies `unsafe` everywhere but in four files, each of which
 //! says why it is sound beside every use:
 //!
 //! - `src/generator/claims.rs`: calls load the claim in force (worker and
@@ -215,6 +215,10 @@
 //!   system-call clocks and `prctl` for the timer slack, which the standard
 //!   library does not offer, and the CPU's `rdtsc` and `cpuid` for
 //!   [`TscClock`](clock::TscClock).
+//! - `src/process.rs`: libc's `pthread_atfork`, so that a forked child
+//!   knows it is one without a system call per ID, and a cell that keeps
+//!   one value per copy of the process (a forked child's own generator),
+//!   leaked so that no copy ever waits on another's lock.
 //! - `src/base32.rs`: `Base32::as_str` skips re-checking 13 bytes it wrote
 //!   from an ASCII alphabet (checking cost twice the encoding).
 //!
