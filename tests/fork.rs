@@ -130,7 +130,7 @@ fn a_forked_child_issues_nothing_with_any_strategy() {
                 }
                 said
             },
-            || parent_issues(&**generator.borrow().as_ref().unwrap(), SIDE_BY_SIDE),
+            |_| parent_issues(&**generator.borrow().as_ref().unwrap(), SIDE_BY_SIDE),
             BOUND,
         );
         none_twice(&parent, &Child::said(&child));
@@ -159,7 +159,7 @@ fn a_forked_child_of_a_leased_generator_issues_nothing_and_releases_nothing() {
             drop(generator);
             said
         },
-        || parent_issues(generator.borrow().as_ref().unwrap(), SIDE_BY_SIDE),
+        |_| parent_issues(generator.borrow().as_ref().unwrap(), SIDE_BY_SIDE),
         BOUND,
     );
     none_twice(&parent, &Child::said(&child));
@@ -197,7 +197,7 @@ fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
             drop(generator);
             said
         },
-        || parent_issues(generator.borrow().as_ref().unwrap(), span),
+        |_| parent_issues(generator.borrow().as_ref().unwrap(), span),
         BOUND,
     );
     none_twice(&parent, &Child::said(&child));

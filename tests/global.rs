@@ -242,7 +242,7 @@ fn run(case: &str) {
                     let copied = matches!(generator, Err(Error::Issue(IssueError::Copied)));
                     format!("{refused} {copied}")
                 },
-                || (0..10_000).filter(|_| flakegen::next_id().is_ok()).count(),
+                |_| (0..10_000).filter(|_| flakegen::next_id().is_ok()).count(),
                 CHILD_BOUND,
             );
             assert_eq!(parent, 10_000);
@@ -269,7 +269,7 @@ fn run(case: &str) {
                     let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
                     format!("{worker}\n{}", ids.join("\n"))
                 },
-                issue,
+                |_| issue(),
                 CHILD_BOUND,
             );
             let mut lines = child.lines();

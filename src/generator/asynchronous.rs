@@ -2,11 +2,13 @@
 //! wait a tokio sleep.
 
 use std::future::Future;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use super::IdGenerator;
 use super::error::IssueError;
+use crate::clock::units::unix_millis;
 use crate::id::Snowflake;
+use crate::lease::LeaseState;
 use crate::meter;
 
 /// The issuing calls of [`IdGenerator`] for async code (feature `tokio`),
@@ -84,6 +86,23 @@ impl<G: IdGenerator + ?Sized> AsyncIdGenerator for G {
 }
 
 /// A refusal, counted under the generator's lease's namespace.
+/// Why a wait that ran out of `max_wait` ends, `wait_nanos` short: the
+/// lease's fence, where no renewal or new lease came in time, or else the
+/// clock behind.
+#[cold]
+fn gave_up<G: IdGenerator + ?Sized>(generator: &G, wait_nanos: u64) -> IssueError {
+    match generator.lease() {
+        Some(status) if status.state != LeaseState::Held || status.fence <= SystemTime::now() => {
+            IssueError::LeaseLost {
+                fence_unix_millis: unix_millis(status.fence),
+            }
+        }
+        _ => IssueError::ClockBehind {
+            behind_nanos: wait_nanos,
+        },
+    }
+}
+
 #[cold]
 fn refused<G: IdGenerator + ?Sized>(generator: &G, e: IssueError) -> IssueError {
     let namespace = generator.lease().map(|status| status.namespace);
@@ -104,12 +123,7 @@ where
     let give_up = Instant::now().checked_add(generator.max_wait());
     loop {
         if give_up.is_some_and(|at| Instant::now() >= at) {
-            return Err(refused(
-                generator,
-                IssueError::ClockBehind {
-                    behind_nanos: wait_nanos,
-                },
-            ));
+            return Err(refused(generator, gave_up(generator, wait_nanos)));
         }
         tokio::time::sleep(Duration::from_nanos(wait_nanos)).await;
         match attempt(generator) {

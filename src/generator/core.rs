@@ -153,6 +153,15 @@ impl<C: Clock> Core<C> {
         Instant::now().checked_add(Duration::from_nanos(self.max_wait_nanos))
     }
 
+    /// Whether `claim`'s fence may yet move, or a new lease follow it: a
+    /// renewal or a heal is on its way, as far as anyone can tell, unless
+    /// the generator shut down or its lease was lost for good.
+    pub(super) fn lease_may_move(&self, claim: &Claim) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|lease| !claim.fence().is_closed() && !lease.lost_for_good())
+    }
+
     /// The error for a call refused under `claim` at clock reading `now_nanos`.
     #[cold]
     pub(super) fn refusal_error(

@@ -279,8 +279,48 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
             }
         }
         self.raw.give_back(ticks.first, end);
-        let next = self.next_claim(claim, false)?;
+        let cap_seen = claim.cap();
+        let next = match self.next_claim(claim, false) {
+            Ok(next) => next,
+            // A renewal or a new lease may be a round trip away (a process
+            // thawed past its fence renews at once): a call that waits for
+            // the clock waits for it too, within the same max_wait.
+            Err(IssueError::LeaseLost { .. }) if self.core.lease_may_move(claim) => match wait {
+                Wait::Block => self.await_lease(claim, cap_seen)?,
+                Wait::GiveBack => {
+                    return Err(IssueError::WouldBlock {
+                        wait_nanos: wait::LEASE_POLL.as_nanos() as u64,
+                    });
+                }
+            },
+            Err(refused) => return Err(refused),
+        };
         self.issue_under(next, ticks.count, wait)
+    }
+
+    /// Waits, within `max_wait`, for `claim`'s fence to move past
+    /// `cap_seen` (a renewal confirmed) or for a newer claim (a new lease):
+    /// the claim to go on under. Polled: the lease's thread signals nobody,
+    /// and a wait here is rare (a thaw, a registry out of reach).
+    #[cold]
+    fn await_lease<'a>(&'a self, claim: &'a Claim, cap_seen: u64) -> Result<&'a Claim, IssueError> {
+        let give_up = self.core.give_up();
+        let waiting = meter::Waiting::begin();
+        let outcome = loop {
+            if give_up.is_some_and(|at| Instant::now() >= at) {
+                break Err(self.core.refusal_error(Refusal::Fenced, claim, 0));
+            }
+            std::thread::sleep(wait::LEASE_POLL);
+            if claim.cap() > cap_seen {
+                break Ok(claim);
+            }
+            match self.next_claim(claim, false) {
+                Err(IssueError::LeaseLost { .. }) if self.core.lease_may_move(claim) => {}
+                done => break done,
+            }
+        };
+        waiting.end(Cause::Fence, self.core.namespace());
+        outcome
     }
 
     /// The clock's reading, for `ticks` that may not be issued before

@@ -73,9 +73,12 @@ pub trait IdGenerator: Send + Sync {
     /// would be longer than the generator's `max_wait`;
     /// [`IssueError::TimestampExhausted`] once the layout has run out of time
     /// (or the clock reads past its end). With a lease,
-    /// [`IssueError::LeaseLost`] at the lease's fence while no renewal or new
-    /// lease lets it go further (see [`lease`](Self::lease) for why), and
-    /// [`IssueError::ShutDown`] after [`shutdown`](Self::shutdown). Never
+    /// [`IssueError::LeaseLost`] at the lease's fence when no renewal or new
+    /// lease lets it go further within `max_wait` (it waits for one as it
+    /// waits for the clock: a process thawed past its fence renews at once;
+    /// see [`lease`](Self::lease) for why none came), and
+    /// [`IssueError::ShutDown`] after [`shutdown`](Self::shutdown);
+    /// [`IssueError::Copied`] in a forked child. Never
     /// [`IssueError::WouldBlock`].
     fn next_id(&self) -> Result<Snowflake, IssueError>;
 
@@ -87,7 +90,8 @@ pub trait IdGenerator: Send + Sync {
     /// [`next_id`](Self::next_id) would have waited (and when a lease that
     /// healed has IDs that start later); nothing is consumed then.
     /// [`IssueError::ClockBehind`], [`IssueError::TimestampExhausted`],
-    /// [`IssueError::LeaseLost`] and [`IssueError::ShutDown`] as for `next_id`.
+    /// [`IssueError::LeaseLost`] (at once, waiting for no renewal),
+    /// [`IssueError::ShutDown`] and [`IssueError::Copied`] as for `next_id`.
     fn try_next_id(&self) -> Result<Snowflake, IssueError>;
 
     /// Fills `ids` with consecutive new IDs, synchronising once for the whole

@@ -18,6 +18,10 @@ use crate::layout::Layout;
 /// moved by another thread) is noticed promptly.
 pub(crate) const MAX_NAP: Duration = Duration::from_millis(10);
 
+/// How often a call at its lease's fence looks for a renewal or a new
+/// lease: a small part of any registry's round trip.
+pub(crate) const LEASE_POLL: Duration = Duration::from_millis(1);
+
 /// Blocks until `clock` reaches the start of unit `target`; or, once the
 /// monotonic clock reaches `give_up`, returns how far behind it still is.
 /// `now_nanos` is a reading the caller already made.

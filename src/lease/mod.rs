@@ -125,7 +125,7 @@
 //! | state | the generator | `lease()` |
 //! | --- | --- | --- |
 //! | [`Held`](LeaseState::Held) | issues below the confirmed fence | the fence, the time left |
-//! | [`Renewing`](LeaseState::Renewing) | issues up to its fence, then refuses with `LeaseLost` until a renewal lands | why renewals fail |
+//! | [`Renewing`](LeaseState::Renewing) | issues up to its fence; there, `next_id` waits within `max_wait` for a renewal to land and refuses with `LeaseLost` beyond it, `try_next_id` refuses at once | why renewals fail |
 //! | [`Lost`](LeaseState::Lost) | issues up to its fence, then refuses for good | who took it, or that it is gone |
 //! | [`Reacquiring`](LeaseState::Reacquiring) | as at its fence: `next_id` waits within `max_wait` and refuses with `LeaseLost` beyond it, `try_next_id` says how long to wait once a new lease is granted, `next_id_async` awaits | why the lease was lost, what the last attempt met, or when the new lease's IDs start |
 //! | [`Released`](LeaseState::Released) | refuses with `ShutDown` | |

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 /// Forks. The child runs `child` and sends back what it returns, then
 /// exits through `exit` (running the process's exit handlers, as a
 /// program's end does); a panic there exits with 101. The parent runs
-/// `parent` meanwhile, then waits for the child for at most `bound` from
+/// `parent` meanwhile, given the child's pid, then waits for the child for at most `bound` from
 /// the fork. Returns what each returned.
 ///
 /// # Panics
@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// If the child panicked, or has not exited within `bound` (it is killed).
 pub fn side_by_side<P>(
     child: impl FnOnce() -> String,
-    parent: impl FnOnce() -> P,
+    parent: impl FnOnce(libc::pid_t) -> P,
     bound: Duration,
 ) -> (P, String) {
     let mut fds = [0; 2];
@@ -58,7 +58,7 @@ pub fn side_by_side<P>(
         let _ = pipe.read_to_string(&mut said);
         said
     });
-    let parents = parent();
+    let parents = parent(pid);
     let status = wait_within(pid, forked + bound);
     let said = reader.join().expect("the pipe's reader panicked");
     assert!(
@@ -88,4 +88,18 @@ fn wait_within(pid: libc::pid_t, deadline: Instant) -> i32 {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+/// Stops child `pid` (SIGSTOP), as a platform freezes an idle process.
+pub fn stop(pid: libc::pid_t) {
+    // SAFETY: signals a child of ours; SIGSTOP has no handler to run.
+    let sent = unsafe { libc::kill(pid, libc::SIGSTOP) };
+    assert_eq!(sent, 0, "SIGSTOP failed");
+}
+
+/// Lets child `pid` run again (SIGCONT).
+pub fn thaw(pid: libc::pid_t) {
+    // SAFETY: as in `stop`.
+    let sent = unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert_eq!(sent, 0, "SIGCONT failed");
 }

@@ -6,9 +6,9 @@
 use super::Terms;
 use super::ids::fresh_version;
 use super::start::Lost;
-use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry};
 #[cfg(feature = "inspect")]
 use crate::lease::backend::ReadRequest;
+use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry};
 
 /// How many writes whose outcome is unknown a holder remembers.
 const IN_DOUBT: usize = 4;
