@@ -48,6 +48,34 @@ impl Generation {
     }
 }
 
+/// Whose something is, as [`Generation`] tells it, but which a restored
+/// copy can also disown: a claim, which no copy issues under once the
+/// process learns that it was restored from a snapshot.
+pub(crate) struct Owner(AtomicU64);
+
+/// No process's generation: what a disowned thing belongs to.
+const NOBODY: u64 = u64::MAX;
+
+impl Owner {
+    /// Owned by this process, as it is now.
+    pub(crate) fn now() -> Owner {
+        Owner(AtomicU64::new(Generation::now().0))
+    }
+
+    /// Whether it is not this process's: made before a fork, or disowned.
+    #[inline]
+    pub(crate) fn is_other(&self) -> bool {
+        // Relaxed: see `current`; a disowning caller orders its own calls.
+        self.0.load(Ordering::Relaxed) != current()
+    }
+
+    /// Belongs to no process from now on.
+    pub(crate) fn disown(&self) {
+        // Relaxed: see `is_other`.
+        self.0.store(NOBODY, Ordering::Relaxed);
+    }
+}
+
 #[inline]
 fn current() -> u64 {
     // Relaxed: written only by the fork's child handler, which runs in the

@@ -210,3 +210,79 @@ fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
     assert_eq!(status.state, LeaseState::Held, "{status:?}");
     assert_eq!(generator.worker(), worker);
 }
+
+/// A fork standing in for a snapshot restored twice, on a real Redis: both
+/// copies hold the snapshot's lease, and both call the restore hook. Each
+/// leases again as a new holder, on connections of its own (the child's
+/// copy of the registry's runtime has no thread to drive it), and leaves
+/// the snapshot's lease alone; then both issue, and no ID is issued twice.
+#[cfg(feature = "redis")]
+#[test]
+fn copies_that_call_their_restore_hook_lease_again_and_share_no_id() {
+    let url = common::server::env("FLAKEGEN_TEST_REDIS_URL");
+    let namespace = format!("restore-{}", std::process::id());
+    let lease = || {
+        Lease::new(flakegen::lease::connect(&url).unwrap(), namespace.as_str())
+            .ttl(Duration::from_secs(3))
+            .skew(Duration::from_secs(1))
+    };
+    common::ready(&[&lease()]);
+    let generator = Builder::new().lease(lease()).build_atomic().unwrap();
+    let snapshots = generator.worker();
+    let snapshots_fence = generator.lease().unwrap().fence;
+    generator.next_id().unwrap();
+    let span = Duration::from_secs(1);
+    let restored = |generator: &dyn IdGenerator| {
+        generator.after_restore().expect("the restore hook failed");
+        let worker = generator.worker();
+        assert_ne!(worker, snapshots, "leased the snapshot's own id again");
+        (worker, parent_issues(generator, span))
+    };
+    let ((parents_worker, parent), child) = side_by_side(
+        || {
+            let (worker, ids) = restored(&generator);
+            let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+            format!("{worker}\n{}", ids.join("\n"))
+        },
+        |_| restored(&generator),
+        BOUND,
+    );
+    let mut lines = child.lines();
+    let childs_worker: u64 = lines.next().unwrap().parse().unwrap();
+    let child: Vec<u64> = lines.map(|id| id.parse().unwrap()).collect();
+    assert_ne!(childs_worker, parents_worker, "both copies leased one id");
+    assert!(!child.is_empty() && !parent.is_empty());
+    let mut seen = HashSet::new();
+    let twice = parent.iter().chain(&child).filter(|id| !seen.insert(**id));
+    assert_eq!(twice.count(), 0, "IDs issued twice");
+    // The snapshot's lease was left to expire, not given back: a release
+    // would have lowered its fence below what the copies issued before
+    // their hooks ran, and a new holder would start there.
+    let third = Builder::new().lease(lease()).build_atomic().unwrap();
+    let status = third.lease().unwrap();
+    assert!(
+        status.worker != snapshots || status.starts >= snapshots_fence,
+        "a new holder took the snapshot's id at once: {status:?}"
+    );
+}
+
+/// A generator on a worker id of its own refuses once restored: the id is
+/// every copy's.
+#[test]
+fn a_restored_generator_on_a_worker_id_refuses() {
+    for (worker, strategy) in (80..).zip(Strategy::ALL) {
+        let generator = Builder::new().worker(worker).build(strategy).unwrap();
+        generator.next_id().unwrap();
+        match generator.after_restore() {
+            Err(flakegen::Error::Issue(IssueError::Copied)) => {}
+            other => panic!("{strategy:?}: {other:?}"),
+        }
+        assert_eq!(generator.next_id(), Err(IssueError::Copied));
+        assert_eq!(generator.try_next_id(), Err(IssueError::Copied));
+        // The seat stays taken: another copy issues on worker 80.
+        assert!(matches!(
+            Builder::new().worker(worker).build(strategy),
+            Err(flakegen::BuildError::WorkerInUse { .. })
+        ));
+    }
+}

@@ -58,6 +58,9 @@ impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
     fn lease(&self) -> Option<flakegen::lease::LeaseStatus> {
         self.0.lease()
     }
+    fn after_restore(&self) -> Result<(), flakegen::Error> {
+        self.0.after_restore()
+    }
 }
 
 /// Asserts the sequence is strictly increasing (hence also free of duplicates).

@@ -517,6 +517,50 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
         };
         lease.release(claim, last)
     }
+
+    fn after_restore(&self) -> Result<(), crate::Error> {
+        // What the snapshot held is every copy's: none issues under it.
+        self.core.claims.current().disown();
+        match &self.core.lease {
+            Some(lease) => self.lease_again(lease),
+            None => Err(IssueError::Copied.into()),
+        }
+    }
+}
+
+impl<R: Raw<C>, C: Clock> Generator<R, C> {
+    /// [`IdGenerator::after_restore`] for a leased generator, once its
+    /// claim is disowned: leases again, waits for the new lease's start as
+    /// a build would, and moves to it.
+    fn lease_again(&self, lease: &LeaseHandle) -> Result<(), crate::Error> {
+        let Some(start_wait) = lease.restart().map_err(BuildError::from)? else {
+            return Err(IssueError::Copied.into());
+        };
+        let latest = lease.latest();
+        let give_up = Instant::now() + start_wait + self.max_wait();
+        loop {
+            match self.core.readiness(latest.last()) {
+                Readiness::Within(_) => break,
+                Readiness::Exhausted => return Err(self.core.exhausted().into()),
+                Readiness::Beyond(wait_nanos) if Instant::now() >= give_up => {
+                    return Err(BuildError::FenceAhead {
+                        worker: latest.worker(),
+                        wait_nanos,
+                    }
+                    .into());
+                }
+                Readiness::Beyond(wait_nanos) => {
+                    let early = wait_nanos - self.core.max_wait_nanos;
+                    std::thread::sleep(Duration::from_nanos(early).min(wait::MAX_NAP));
+                }
+            }
+        }
+        let core = &self.core;
+        core.claims
+            .install(latest, |next| self.raw.advance(core, next.last()))
+            .map(|_| ())
+            .ok_or(IssueError::ShutDown.into())
+    }
 }
 
 impl<R: Raw<C>, C: Clock> fmt::Debug for Generator<R, C> {

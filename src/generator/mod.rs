@@ -188,6 +188,53 @@ pub trait IdGenerator: Send + Sync {
     fn shutdown(&self) -> Release {
         Release::nothing()
     }
+
+    /// Tells the generator that this process is a copy restored from a
+    /// snapshot (AWS Lambda SnapStart, CRaC, CRIU, a cloned VM): call it in
+    /// the restore hook, before any ID is issued. Every copy of the snapshot
+    /// holds the same worker id, lease and last ID, and would issue the
+    /// same IDs.
+    ///
+    /// From the call on, nothing is issued under what the snapshot held. A
+    /// leased generator then leases again as a new holder, on connections
+    /// of its own (from a registry of [`lease::connect`](crate::lease::connect),
+    /// or a [`MemoryRegistry`](crate::lease::MemoryRegistry)), leaves the
+    /// old lease to expire without writing to it, and issues under the new
+    /// one once its IDs may start (this call waits for that, within
+    /// [`Lease::start_wait`](crate::lease::Lease::start_wait)); calls made
+    /// meanwhile are refused. A generator given its worker id refuses from
+    /// now on: that id is every copy's, so build a new generator with a
+    /// worker id of this copy's own. Nothing can be done for a copy whose
+    /// hook never calls this: see the guide's *Serverless, forks and
+    /// snapshots*.
+    ///
+    /// # Errors
+    ///
+    /// [`IssueError::Copied`] (as [`Error::Issue`](crate::Error::Issue))
+    /// for a generator given its worker id, or leased from a registry that
+    /// cannot be opened again ([`Registry::reopen`](crate::lease::backend::Registry::reopen));
+    /// every later call refuses with it too. [`Error::Build`](crate::Error::Build)
+    /// when the new lease could not be acquired, or its IDs could not start
+    /// in time; the generator then refuses with `Copied`, and calling this
+    /// again retries.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::{Builder, IdGenerator, IssueError, lease::{Lease, MemoryRegistry}};
+    ///
+    /// let generator = Builder::new().lease(Lease::new(MemoryRegistry::new(), "orders")).build_atomic()?;
+    /// let before = generator.next_id()?;
+    /// // In the restore hook of every copy:
+    /// generator.after_restore()?;
+    /// assert!(generator.next_id()? > before);
+    ///
+    /// let fixed = Builder::new().worker(8).build_atomic()?;
+    /// assert!(fixed.after_restore().is_err());
+    /// assert_eq!(fixed.next_id(), Err(IssueError::Copied));
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    fn after_restore(&self) -> Result<(), crate::Error>;
 }
 
 macro_rules! forward_id_generator {
@@ -230,6 +277,9 @@ macro_rules! forward_id_generator {
             }
             fn shutdown(&self) -> Release {
                 (**self).shutdown()
+            }
+            fn after_restore(&self) -> Result<(), crate::Error> {
+                (**self).after_restore()
             }
         }
     )*};

@@ -24,8 +24,8 @@
 //! child's exit), and is refused ([`IssueError::Copied`]) otherwise: a worker
 //! id given is the parent's, and a generator [`set_up`] by hand has no URL
 //! to lease from. A process restored from a snapshot calls
-//! `after_restore` in its restore hook (see the guide page *Serverless,
-//! forks and snapshots* in `flakegen::guide`).
+//! [`after_restore`] in its restore hook (see the guide page
+//! [*Serverless, forks and snapshots*](crate::guide::copies)).
 //!
 //! # Examples
 //!
@@ -196,6 +196,25 @@ pub fn generator() -> Result<&'static dyn IdGenerator, Error> {
         crate::clock::at_exit(release_at_exit);
     }
     Ok(&**generator)
+}
+
+/// Tells the process's generator that this process is a copy restored
+/// from a snapshot: call it in the restore hook (Lambda SnapStart's,
+/// CRaC's, a CRIU script's), before any ID is issued. See
+/// [`IdGenerator::after_restore`]: a generator leased from
+/// `FLAKEGEN_LEASE_URL`, or set up with a lease from
+/// [`lease::connect`], leases again as a new holder; one on a worker id
+/// refuses from now on. Nothing set up yet: nothing to do, and the first
+/// call sets one up in this copy.
+///
+/// # Errors
+///
+/// As for [`IdGenerator::after_restore`].
+pub fn after_restore() -> Result<(), Error> {
+    match CHILDS.get_here().or(GENERATOR.get()) {
+        Some(generator) => generator.after_restore(),
+        None => Ok(()),
+    }
 }
 
 /// Reads a variable, if set and not empty.

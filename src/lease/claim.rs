@@ -3,7 +3,7 @@
 use super::fence::{self, Fence};
 use crate::id::Snowflake;
 use crate::layout::Layout;
-use crate::process::Generation;
+use crate::process::Owner;
 
 /// A worker id and the ticks a generator may issue with it: those after
 /// [`last`](Self::last) and below the fence's cap.
@@ -26,9 +26,10 @@ pub struct Claim {
     worker: u64,
     /// The last tick this claim may not issue: its predecessor's.
     last: u64,
-    /// The process generation it was made in: in a forked child, every
-    /// claim is the parent's (see `process.rs`).
-    generation: Generation,
+    /// The process it belongs to: in a forked child, every claim is the
+    /// parent's, and in a process restored from a snapshot, none that it
+    /// held then (see `process.rs`).
+    owner: Owner,
 }
 
 impl core::fmt::Debug for Claim {
@@ -49,7 +50,7 @@ impl Claim {
             worker_field: layout.worker_field(worker),
             worker,
             last: 0,
-            generation: Generation::now(),
+            owner: Owner::now(),
         }
     }
 
@@ -67,15 +68,22 @@ impl Claim {
             worker_field: layout.worker_field(worker),
             worker,
             last: fence::last_before(layout, previous_fence_unix_millis),
-            generation: Generation::now(),
+            owner: Owner::now(),
         }
     }
 
-    /// Whether this claim was made in another copy of the process (the
-    /// parent of this forked child): nothing may be issued under it here.
+    /// Whether this claim belongs to another copy of the process (the
+    /// parent of this forked child, or every copy of a snapshot this
+    /// process was restored from): nothing may be issued under it here.
     #[inline]
     pub(crate) fn is_copy(&self) -> bool {
-        self.generation.is_past()
+        self.owner.is_other()
+    }
+
+    /// Makes it every copy's and no copy's: this process was restored from
+    /// a snapshot that holds it.
+    pub(crate) fn disown(&self) {
+        self.owner.disown();
     }
 
     /// The worker id.

@@ -1,14 +1,13 @@
 //! The generator's end of its lease: the build's wait for the first
 //! acquisition, the handle a generator keeps, and the release it returns.
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use super::backend::LeaseError;
 use super::claim::Claim;
 use super::error::Refused;
 use super::status::{ClaimId, LeaseStatus, Shared, Stop};
-use crate::process::Generation;
 
 /// The build's end of the first acquisition, under way on the lease's
 /// thread. Dropping it (a build that failed, a build future cancelled)
@@ -19,17 +18,23 @@ pub(crate) struct Pending {
     pub(crate) start_wait: Duration,
 }
 
+/// Starts the lease again, on a registry reopened and a thread of its own,
+/// as a new holder: `None` when the registry cannot be reopened.
+pub(crate) type Restart = Box<dyn Fn() -> Result<Option<Pending>, Refused> + Send + Sync>;
+
 impl Pending {
     pub(crate) fn new(
         shared: Arc<Shared>,
         start_wait: Duration,
         release_wait: Duration,
+        restart: Restart,
     ) -> Pending {
         Pending {
             handle: LeaseHandle {
-                shared,
+                namespace: shared.namespace.clone(),
+                shared: RwLock::new(shared),
                 release_wait,
-                generation: Generation::now(),
+                restart,
             },
             start_wait,
         }
@@ -38,15 +43,15 @@ impl Pending {
     /// Blocks until the lease's thread has acquired or given up. Bounded by
     /// the registry's timeouts: the thread never waits for anything else.
     pub(crate) fn wait(self) -> Result<LeaseHandle, Refused> {
-        let acquired = self.handle.shared.acquired.wait(None, Option::take);
+        let acquired = self.handle.shared().acquired.wait(None, Option::take);
         self.acquired(acquired.flatten())
     }
 
     /// [`wait`](Self::wait), without blocking a runtime's thread.
     #[cfg(feature = "tokio")]
     pub(crate) async fn wait_async(self) -> Result<LeaseHandle, Refused> {
-        let acquired =
-            std::future::poll_fn(|cx| self.handle.shared.acquired.poll(cx, Option::take)).await;
+        let shared = self.handle.shared();
+        let acquired = std::future::poll_fn(|cx| shared.acquired.poll(cx, Option::take)).await;
         self.acquired(acquired)
     }
 
@@ -65,29 +70,35 @@ impl Pending {
 /// to release the lease as acquired (nothing issued), unless
 /// [`release`](Self::release) said how far the generator got.
 pub(crate) struct LeaseHandle {
-    shared: Arc<Shared>,
+    /// What the lease's thread shares with the generator: another thread's
+    /// once a restored process leased again ([`restart`](Self::restart)).
+    shared: RwLock<Arc<Shared>>,
+    /// The lease's namespace, which no restart changes.
+    namespace: String,
     /// How long a dropped generator waits for its release (`Lease::release_wait`).
     release_wait: Duration,
-    /// The process whose thread keeps the lease: a forked child's copy
-    /// of the handle has no thread to tell, and must not wait on the
-    /// locks it shares with one.
-    generation: Generation,
+    restart: Restart,
 }
 
 impl LeaseHandle {
+    /// The lease's thread's state in force.
+    fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// The newest lease's claim: the one in force, or the one the generator
     /// moves to once it may.
     pub(crate) fn latest(&self) -> Arc<Claim> {
-        self.shared.latest()
+        self.shared().latest()
     }
 
     pub(crate) fn status(&self) -> LeaseStatus {
-        self.shared.status()
+        self.shared().status()
     }
 
     /// The lease's namespace.
     pub(crate) fn namespace(&self) -> &str {
-        &self.shared.namespace
+        &self.namespace
     }
 
     /// How long a dropped generator may wait for its release here: its
@@ -106,13 +117,13 @@ impl LeaseHandle {
 
     /// Whether the lease was lost for good (re-acquiring off).
     pub(crate) fn lost_for_good(&self) -> bool {
-        self.shared.lost_for_good()
+        self.shared().lost_for_good()
     }
 
     /// The error of a lease lost for good.
     pub(crate) fn lost(&self) -> LeaseError {
         LeaseError::Lost {
-            namespace: self.shared.namespace.clone(),
+            namespace: self.namespace.clone(),
             worker: self.latest().worker(),
         }
     }
@@ -120,9 +131,10 @@ impl LeaseHandle {
     /// Tells the thread to give the lease up, its fence back where the
     /// previous holder left it: nothing was issued (a build that failed).
     pub(crate) fn give_back(self) -> Release {
-        self.shared.stop(Stop { issued: None });
+        let shared = self.shared();
+        shared.stop(Stop::Release(None));
         Release {
-            shared: Some(Arc::clone(&self.shared)),
+            shared: Some(shared),
         }
     }
 
@@ -130,22 +142,50 @@ impl LeaseHandle {
     /// issuing, and issued up to `last_tick` under `claim`. Returns at once;
     /// the first call decides where the fence goes.
     pub(crate) fn release(&self, claim: &Claim, last_tick: u64) -> Release {
-        self.shared.stop(Stop {
-            issued: Some((ClaimId::of(claim), last_tick)),
-        });
+        let shared = self.shared();
+        shared.stop(Stop::Release(Some((ClaimId::of(claim), last_tick))));
         Release {
-            shared: Some(Arc::clone(&self.shared)),
+            shared: Some(shared),
         }
+    }
+
+    /// Leases again as a new holder, for a process restored from a
+    /// snapshot: a new thread, a new holder token, a registry reopened on
+    /// connections of its own; waits for the acquisition. The lease held
+    /// until now is every copy's: its thread, if it runs in this process,
+    /// leaves it without a write, and one of the parent's (in a forked
+    /// child) is left alone. Returns how long the generator may wait for
+    /// the new lease's start (`Lease::start_wait`); `None`: the registry
+    /// cannot be reopened, and nothing changed.
+    pub(crate) fn restart(&self) -> Result<Option<Duration>, Refused> {
+        let Some(pending) = (self.restart)()? else {
+            return Ok(None);
+        };
+        let start_wait = pending.start_wait;
+        let fresh = pending.wait()?;
+        // Its thread is now this handle's: the fresh handle must not stop it.
+        let fresh = std::mem::ManuallyDrop::new(fresh);
+        let shared = fresh.shared();
+        let old = std::mem::replace(
+            &mut *self.shared.write().unwrap_or_else(PoisonError::into_inner),
+            shared,
+        );
+        if !old.generation.is_past() {
+            old.stop(Stop::Abandon);
+        }
+        Ok(Some(start_wait))
     }
 }
 
 impl Drop for LeaseHandle {
     fn drop(&mut self) {
-        if self.generation.is_past() {
+        let shared = self.shared();
+        if shared.generation.is_past() {
+            // A forked child's copy: the thread and its locks are the parent's.
             return;
         }
         // A no-op after `release`: only a generator never built gets here first.
-        self.shared.stop(Stop { issued: None });
+        shared.stop(Stop::Release(None));
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::backend::{Registry, check_namespace};
 use super::error::{InvalidTerms, Refused};
-use super::handle::Pending;
+use super::handle::{Pending, Restart};
 use super::keeper::{self, Keeping};
 use super::status::Shared;
 use crate::clock::Clock;
@@ -364,6 +364,7 @@ impl Lease {
         max_lead: Duration,
     ) -> Result<Pending, Refused> {
         let renew_every = self.check(&layout, max_lead)?;
+        let restart = self.restart(layout, Arc::clone(&clock), max_lead);
         let start_wait = self.start_wait();
         let call_timeout = self.call_bound();
         let shared = Arc::new(Shared::new(
@@ -392,7 +393,23 @@ impl Lease {
                 tracing::dispatcher::with_default(&dispatch, || keeper::run(keeping, &on_thread));
             })
             .map_err(Refused::Spawn)?;
-        Ok(Pending::new(shared, start_wait, self.release_wait))
+        Ok(Pending::new(shared, start_wait, self.release_wait, restart))
+    }
+
+    /// How a restored process leases again (`LeaseHandle::restart`): these
+    /// terms, on this registry reopened.
+    fn restart(&self, layout: Layout, clock: Arc<dyn Clock>, max_lead: Duration) -> Restart {
+        let lease = self.clone();
+        Box::new(move || {
+            let Some(registry) = lease.registry.reopen() else {
+                return Ok(None);
+            };
+            let again = Lease {
+                registry,
+                ..lease.clone()
+            };
+            again.start(layout, Arc::clone(&clock), max_lead).map(Some)
+        })
     }
 }
 

@@ -12,6 +12,7 @@ use crate::clock::Clock;
 use crate::clock::units::{Moment, floor_millis};
 use crate::layout::Layout;
 use crate::meter;
+use crate::process::Generation;
 
 /// Where a lease stands. The [lifecycle](super#the-lifecycle) shows how
 /// one leads to another.
@@ -94,6 +95,9 @@ pub struct LeaseStatus {
 /// What a generator and its lease's thread share.
 pub(crate) struct Shared {
     pub(crate) namespace: String,
+    /// The process the lease's thread runs in: in a forked child, the
+    /// parent's, whose thread and locks the child must leave alone.
+    pub(crate) generation: Generation,
     pub(crate) ttl: Duration,
     pub(crate) release_wait: Duration,
     pub(crate) layout: Layout,
@@ -123,10 +127,16 @@ struct Status {
 
 /// What the generator tells its lease's thread when it stops issuing.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Stop {
-    /// The claim it last issued under and the last tick it may have issued
-    /// under it; `None`: nothing was issued (a build that failed).
-    pub(crate) issued: Option<(ClaimId, u64)>,
+pub(crate) enum Stop {
+    /// Give the lease back: the claim it last issued under and the last
+    /// tick it may have issued under it; `None`: nothing was issued (a
+    /// build that failed).
+    Release(Option<(ClaimId, u64)>),
+    /// Leave the lease without a word to the registry: this process was
+    /// restored from a snapshot, every copy of which holds the lease, and
+    /// a release by one would lower a fence the others issued below. It
+    /// expires after its TTL.
+    Abandon,
 }
 
 /// A claim's identity: its address, only ever compared.
@@ -148,6 +158,7 @@ impl Shared {
     ) -> Shared {
         Shared {
             namespace,
+            generation: Generation::now(),
             ttl,
             release_wait,
             layout,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::{LeaseError, Registry};
+use super::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 
 /// One kind of registry flakegen knows: [`REGISTRIES`] lists them all,
 /// built in or not.
@@ -260,7 +260,54 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
         });
     };
     super::url::check_shape(url)?;
-    open(url)
+    let registry = open(url)?;
+    Ok(Arc::new(Reopening {
+        url: url.to_owned(),
+        registry,
+    }))
+}
+
+/// A registry [`connect`] opened, which a process restored from a
+/// snapshot opens again from its URL ([`Registry::reopen`]): nothing of
+/// the first, whose sockets and runtime every copy shares, is used again.
+struct Reopening {
+    url: String,
+    registry: Arc<dyn Registry>,
+}
+
+#[deny(clippy::missing_trait_methods)]
+impl Registry for Reopening {
+    fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+        self.registry.read(namespace, request)
+    }
+
+    fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+        self.registry.mark(namespace)
+    }
+
+    fn swap(
+        &self,
+        namespace: &str,
+        worker: u64,
+        expect: Expect,
+        record: &NewRecord<'_>,
+    ) -> Result<Option<u64>, LeaseError> {
+        self.registry.swap(namespace, worker, expect, record)
+    }
+
+    fn time_base(&self) -> TimeBase {
+        self.registry.time_base()
+    }
+
+    #[cfg(feature = "inspect")]
+    fn inspect(&self) -> Option<&dyn super::Inspect> {
+        self.registry.inspect()
+    }
+
+    fn reopen(&self) -> Option<Arc<dyn Registry>> {
+        // Checked when it was first opened: it connects as it did then.
+        connect(&self.url).ok()
+    }
 }
 
 #[cfg(test)]

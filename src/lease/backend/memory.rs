@@ -350,6 +350,12 @@ impl Registry for MemoryRegistry {
     fn inspect(&self) -> Option<&dyn Inspect> {
         Some(self)
     }
+
+    /// The same store: it lives in this process, and a copy of the process
+    /// has a copy of it.
+    fn reopen(&self) -> Option<Arc<dyn Registry>> {
+        Some(Arc::new(self.clone()))
+    }
 }
 
 #[cfg(feature = "inspect")]

@@ -267,6 +267,17 @@ pub trait Registry: Send + Sync + 'static {
     fn inspect(&self) -> Option<&dyn Inspect> {
         None
     }
+
+    /// The same store behind connections of its own, none of them this
+    /// one's: what a process restored from a snapshot leases again from
+    /// ([`IdGenerator::after_restore`](crate::IdGenerator::after_restore)),
+    /// since every copy of the snapshot holds a copy of this one's sockets
+    /// and whatever runs them. `None` when it cannot be made: the restored
+    /// generator then refuses. Default: `None`; the registries of
+    /// [`connect`](super::connect) reconnect to their URL.
+    fn reopen(&self) -> Option<Arc<dyn Registry>> {
+        None
+    }
 }
 
 // Forwards every method, provided ones included: a new provided method
@@ -290,6 +301,9 @@ macro_rules! forward_registry {
             #[cfg(feature = "inspect")]
             fn inspect(&self) -> Option<&dyn Inspect> {
                 (**self).inspect()
+            }
+            fn reopen(&self) -> Option<Arc<dyn Registry>> {
+                (**self).reopen()
             }
         }
     )*};

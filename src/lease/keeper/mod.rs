@@ -26,7 +26,8 @@ mod report;
 
 use self::held::{Held, Said};
 use self::report::{
-    UNTIL_LEASED, UNTIL_REBUILT, UNTIL_RENEWED, announce, event, fence_reached, issues_again, when,
+    UNTIL_LEASED, UNTIL_REBUILT, UNTIL_RENEWED, abandoned, announce, event, fence_reached,
+    issues_again, when,
 };
 
 /// What the lease's thread keeps a lease on: the registry and the terms.
@@ -198,9 +199,15 @@ impl Keeping {
                 _ => next,
             };
             if let Some(stop) = shared.wait_stop(wake) {
-                let outcome = match &mut phase {
-                    Phase::Holding(held) => self.release(shared, held, stop),
-                    Phase::Reacquiring { old, .. } | Phase::Lost { old } => {
+                let outcome = match (&mut phase, stop) {
+                    (_, Stop::Abandon) => {
+                        abandoned(shared);
+                        Ok(())
+                    }
+                    (Phase::Holding(held), Stop::Release(issued)) => {
+                        self.release(shared, held, issued)
+                    }
+                    (Phase::Reacquiring { old, .. } | Phase::Lost { old }, _) => {
                         Err(self.terms(shared).lost(old.worker()))
                     }
                 };
@@ -393,8 +400,13 @@ impl Keeping {
     /// Gives the lease up: its fence lowered to the unit after the last
     /// tick the generator issued under it, or back to its predecessor's if
     /// it issued nothing under it.
-    fn release(&self, shared: &Shared, held: &mut Held, stop: Stop) -> Result<(), LeaseError> {
-        let to_ms = match stop.issued {
+    fn release(
+        &self,
+        shared: &Shared,
+        held: &mut Held,
+        issued: Option<(ClaimId, u64)>,
+    ) -> Result<(), LeaseError> {
+        let to_ms = match issued {
             Some((claim, last_tick)) if claim == ClaimId::of(&held.claim) => {
                 fence::high_water_ms(&shared.layout, last_tick)
             }

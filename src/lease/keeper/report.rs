@@ -126,6 +126,22 @@ pub(super) fn announce(
 }
 
 /// What a generator at its fence waits for, said in its event.
+/// Says that the lease was left without a release, in a process restored
+/// from a snapshot: the copies that hold it too rely on its fence.
+pub(super) fn abandoned(shared: &Shared) {
+    let claim = shared.latest();
+    let message = "lease abandoned, not released: this process was restored from a snapshot, \
+                   and its other copies hold the lease too; it expires after its TTL";
+    event!(
+        Level::WARN,
+        shared,
+        claim.worker(),
+        claim.fence().unix_millis(),
+        None::<&LeaseError>,
+        message
+    );
+}
+
 pub(super) const UNTIL_RENEWED: &str = "until a renewal is confirmed";
 pub(super) const UNTIL_LEASED: &str = "until it has leased a worker id again";
 pub(super) const UNTIL_REBUILT: &str =
