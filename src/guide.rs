@@ -163,3 +163,111 @@
 /// AKS) do not expose it at all. Run an etcd of your own for the
 /// application, or use the database the application already has.
 pub mod kubernetes {}
+
+/// # Serverless, forks and snapshots
+///
+/// "No ID twice" rests on one process owning its generator: its worker id,
+/// its lease and its last ID. Platforms copy processes, freeze them and end
+/// them without a word. What flakegen does in each case, and what is left
+/// to you:
+///
+/// | the process is | flakegen | you |
+/// | --- | --- | --- |
+/// | forked | sees it; the child's copies refuse ([`IssueError::Copied`](crate::IssueError::Copied)) | build generators after the fork, or let [`next_id`](crate::next_id) lease its own |
+/// | frozen, then thawed | renews at once; a blocking call waits for it within `max_wait` | nothing |
+/// | restored from a snapshot | cannot see it | call [`after_restore`](crate::IdGenerator::after_restore) in the restore hook |
+/// | ended (SIGKILL, an environment reclaimed) | its lease expires after the TTL | size the id space for the TTL's churn |
+///
+/// ## Forks
+///
+/// A forked child holds a copy of every generator its parent built. On
+/// Unix flakegen sees the fork (a `pthread_atfork` handler bumps a count
+/// that each call compares, with no system call), and in the child those
+/// copies refuse every call with `IssueError::Copied`, at once: they touch
+/// nothing of the parent's (its lease, its registry connections, its
+/// threads, which the child does not have, and its locks, which the child
+/// would wait on for ever), and dropping them gives nothing back. The
+/// parent goes on as before.
+///
+/// A pre-forking server (a master that forks its workers) builds each
+/// worker's generator after the fork, in the worker, with a worker id or a
+/// lease of its own. [`next_id`](crate::next_id) does it by itself when it
+/// was set up from `FLAKEGEN_LEASE_URL`: a child's first call leases an id
+/// of the child's own, on a connection of its own, and the child's exit
+/// gives it back. One set up from `FLAKEGEN_WORKER_ID` or with
+/// [`global::set_up`](crate::global::set_up) refuses in the child.
+///
+/// ## Frozen processes: Lambda between invocations, Cloud Run, a laptop asleep
+///
+/// A frozen process's lease runs out while it sleeps. Thawed, its lease's
+/// thread renews at once, and a blocking call that meets the fence waits
+/// for that renewal, as it waits for the clock, within
+/// [`Builder::max_wait`](crate::Builder::max_wait) (a second by default):
+/// the first ID after an idle gap costs one round trip to the registry,
+/// not an error. If another process took the id meanwhile, the generator
+/// leases another one and issues under it; the fences keep the two apart.
+/// The `try_` calls never wait: they refuse at once with
+/// [`IssueError::LeaseLost`](crate::IssueError::LeaseLost).
+///
+/// AWS Lambda freezes an environment between invocations and reclaims it
+/// later, in general without the process's exit handlers: its lease
+/// expires after the TTL. Cloud Run throttles an instance's CPU between requests (unless CPU
+/// is always allocated), which delays renewals the same way, and sends
+/// SIGTERM ten seconds before it stops one: shut the generator down there
+/// ([`IdGenerator::shutdown`](crate::IdGenerator::shutdown)) to give the id
+/// back at once. A Fargate task is an ordinary container: the same, within
+/// its stop timeout.
+///
+/// ## Snapshots: Lambda SnapStart, CRaC, CRIU, a cloned VM
+///
+/// A snapshot restored many times is many processes with one memory: the
+/// same lease, the same holder token, the same last ID. Nothing in the
+/// process changes when it is restored, so flakegen cannot tell; every
+/// platform that restores offers a hook to run first. Call
+/// [`IdGenerator::after_restore`](crate::IdGenerator::after_restore) there
+/// on each generator, or [`global::after_restore`](crate::global::after_restore)
+/// for [`next_id`](crate::next_id)'s:
+///
+/// - a leased generator stops issuing under the snapshot's lease at once,
+///   leases again as a new holder on connections of its own (a registry of
+///   [`lease::connect`](crate::lease::connect) reconnects to its URL),
+///   leaves the snapshot's lease to expire without writing to it (another
+///   copy may still issue below its fence), and issues under the new lease;
+/// - a generator given its worker id refuses from then on: that id is every
+///   copy's. Build a new one with an id of the copy's own.
+///
+/// On Lambda SnapStart the hooks are the runtime's: in Python,
+/// `snapshot_restore_py.register_after_restore`; in Java, a CRaC
+/// `Resource`'s `afterRestore`; in .NET, `SnapshotRestore.RegisterAfterRestore`;
+/// a custom runtime implements the restore step of the Runtime API itself.
+/// Lambda gives the hooks ten seconds: a new lease takes a free id at once
+/// unless every free id is fenced ahead, so keep the namespace ready
+/// (`flakegen leases init` at deploy) and its ids more than the copies.
+/// Simpler still: build nothing that issues before the snapshot, and the
+/// snapshot holds no generator to copy (a generator built lazily, in the
+/// first invocation; `next_id` set up from the environment by its first
+/// call).
+///
+/// ## Short jobs: CronJobs, CLI runs, batch tasks
+///
+/// A job that leases holds its id for its run: the build acquires it (a
+/// few round trips), and the exit gives it back (a dropped generator, or
+/// `next_id`'s exit handler), so the next run takes it at once. The first
+/// build in a namespace waits the TTL and the skew allowance (the registry
+/// cannot tell a new namespace from one that lost its data): run
+/// `flakegen leases init "$URL" --namespace jobs` once, at deploy, and no
+/// run pays it. A job killed before it exits keeps its id until the TTL
+/// passes; count such runs in the id space.
+///
+/// ## What flakegen cannot see
+///
+/// - A copy whose restore hook never runs: a VM or container snapshot
+///   cloned by hand, a CRIU restore without a script, a platform without
+///   hooks. Until their lease's fence, such copies issue the same IDs;
+///   then all but one lose the lease and lease again. Without a lease,
+///   they issue the same IDs for ever. Restore only with the hook.
+/// - A copy made without `fork`: `clone` called directly, which runs no
+///   fork handlers. (`vfork` and `posix_spawn` run a new program, which
+///   starts afresh.)
+/// - Off Unix there is no `fork`: only a snapshot copies a process.
+pub mod copies {}

@@ -69,6 +69,14 @@ const CASES: &[(&str, &[(&str, &str)])] = &[
             ("FLAKEGEN_LEASE_NAMESPACE", "global-fork"),
         ],
     ),
+    #[cfg(all(unix, feature = "redis"))]
+    (
+        "restored_copies_of_a_leased_global_lease_again",
+        &[
+            ("FLAKEGEN_LEASE_URL", "$FLAKEGEN_TEST_REDIS_URL"),
+            ("FLAKEGEN_LEASE_NAMESPACE", "global-fork"),
+        ],
+    ),
 ];
 
 /// How long, at most, a process whose lease's `release_wait` is 20 ms may
@@ -288,6 +296,38 @@ fn run(case: &str) {
             assert_eq!(status.state, flakegen::lease::LeaseState::Held);
             assert_eq!(status.worker, parents_worker);
             flakegen::next_id().unwrap();
+        }
+        #[cfg(all(unix, feature = "redis"))]
+        "restored_copies_of_a_leased_global_lease_again" => {
+            // A fork stands in for a snapshot restored twice: each copy's
+            // restore hook calls global::after_restore.
+            use std::collections::HashSet;
+            flakegen::next_id().unwrap();
+            let snapshots = flakegen::global::generator().unwrap().worker();
+            let restored = || {
+                flakegen::global::after_restore().unwrap();
+                let ids: Vec<u64> = (0..10_000)
+                    .map(|_| flakegen::next_id().unwrap().as_u64())
+                    .collect();
+                (flakegen::global::generator().unwrap().worker(), ids)
+            };
+            let ((parents_worker, parent), child) = side_by_side(
+                || {
+                    let (worker, ids) = restored();
+                    let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+                    format!("{worker}\n{}", ids.join("\n"))
+                },
+                |_| restored(),
+                CHILD_BOUND,
+            );
+            let mut lines = child.lines();
+            let childs_worker: u64 = lines.next().unwrap().parse().unwrap();
+            let child: Vec<u64> = lines.map(|id| id.parse().unwrap()).collect();
+            let workers = HashSet::from([snapshots, parents_worker, childs_worker]);
+            assert_eq!(workers.len(), 3, "two copies shared a worker id");
+            let mut seen = HashSet::new();
+            let twice = parent.iter().chain(&child).filter(|id| !seen.insert(**id));
+            assert_eq!(twice.count(), 0, "IDs issued twice");
         }
         other => panic!("no case {other}"),
     }

@@ -141,3 +141,33 @@ fn every_rule_is_cited_in_the_files_the_lease_docs_name() {
         "the table lists rules 1 to 9"
     );
 }
+
+/// The guide page on forks, freezes and snapshots is where the README
+/// sends its reader, and names only variables the crate reads (its
+/// commands are held by the CLI's tests, its items by rustdoc's links).
+#[test]
+fn the_readme_leads_to_the_guide_on_copies_and_it_names_what_exists() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("`flakegen::guide::copies`"));
+    let guides = std::fs::read_to_string(root.join("src/guide.rs")).unwrap();
+    let start = guides
+        .find("/// # Serverless, forks and snapshots")
+        .unwrap();
+    let page = &guides[start..guides.find("pub mod copies {}").unwrap()];
+    let sources: String = ["src/global/mod.rs", "src/worker.rs"]
+        .iter()
+        .map(|file| std::fs::read_to_string(root.join(file)).unwrap())
+        .collect();
+    let mut named = 0;
+    for word in page.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if word.starts_with("FLAKEGEN_") {
+            named += 1;
+            assert!(
+                sources.contains(&format!("\"{word}\"")),
+                "the guide names {word}, which the crate does not read"
+            );
+        }
+    }
+    assert!(named > 0, "the guide names no variable");
+}
