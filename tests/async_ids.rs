@@ -165,3 +165,46 @@ fn a_ticker_without_its_thread_still_moves_on() {
         }
     });
 }
+
+/// A call at its lease's fence, while the lease's thread renews it (a
+/// process thawed past its TTL): the async call awaits the renewal, within
+/// `max_wait`, and issues. With the registry out of reach no renewal
+/// comes, and after `max_wait` the call says the fence, not the clock.
+#[test]
+fn a_call_at_the_fence_awaits_the_renewal() {
+    use flakegen::IdGenerator;
+    use flakegen::lease::{Lease, MemoryRegistry};
+    for strategy in STRATEGIES {
+        current_thread().block_on(async {
+            let registry = MemoryRegistry::new();
+            let lease = Lease::new(registry.clone(), "fence")
+                .ttl(Duration::from_millis(300))
+                .skew(Duration::from_millis(50));
+            let clock = flakegen::clock::ManualClock::new(std::time::SystemTime::now());
+            let builder = Builder::new().lease(lease).clock(clock.clone());
+            let generator = common::build(strategy, builder.max_wait(Duration::from_secs(10)));
+            generator.next_id_async().await.unwrap();
+            let fence = generator.lease().unwrap().fence;
+            clock.set(fence);
+            let id = generator.next_id_async().await;
+            assert!(id.is_ok(), "{strategy}: {id:?}");
+            assert!(generator.lease().unwrap().fence > fence, "{strategy}");
+
+            // Out of reach: no renewal comes.
+            let registry = MemoryRegistry::new();
+            let lease = Lease::new(registry.clone(), "cut off")
+                .ttl(Duration::from_millis(300))
+                .skew(Duration::from_millis(50));
+            let builder = Builder::new().lease(lease).clock(clock.clone());
+            let generator = common::build(strategy, builder.max_wait(Duration::from_millis(50)));
+            generator.next_id_async().await.unwrap();
+            registry.set_reachable(false);
+            clock.set(generator.lease().unwrap().fence);
+            let refused = generator.next_id_async().await;
+            assert!(
+                matches!(refused, Err(IssueError::LeaseLost { .. })),
+                "{strategy}: {refused:?}"
+            );
+        });
+    }
+}

@@ -46,6 +46,14 @@ impl<C: Clock + 'static> IdGenerator for Refreshed<C> {
         self.0.refresh();
         self.0.try_next_ids(ids)
     }
+    fn next_id_or_wait_hint(&self) -> Result<Snowflake, IssueError> {
+        self.0.refresh();
+        self.0.next_id_or_wait_hint()
+    }
+    fn next_ids_or_wait_hint(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
+        self.0.refresh();
+        self.0.next_ids_or_wait_hint(ids)
+    }
     fn layout(&self) -> &Layout {
         self.0.layout()
     }

@@ -2,13 +2,11 @@
 //! wait a tokio sleep.
 
 use std::future::Future;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use super::IdGenerator;
 use super::error::IssueError;
-use crate::clock::units::unix_millis;
 use crate::id::Snowflake;
-use crate::lease::LeaseState;
 use crate::meter;
 
 /// The issuing calls of [`IdGenerator`] for async code (feature `tokio`),
@@ -88,15 +86,13 @@ impl<G: IdGenerator + ?Sized> AsyncIdGenerator for G {
 /// A refusal, counted under the generator's lease's namespace.
 /// Why a wait that ran out of `max_wait` ends, `wait_nanos` short: the
 /// lease's fence, where no renewal or new lease came in time, or else the
-/// clock behind.
+/// clock behind. A `try_` call judges it exactly, and at the fence refuses
+/// with `LeaseLost` (should it issue instead, that ID is a gap, never a
+/// repeat).
 #[cold]
 fn gave_up<G: IdGenerator + ?Sized>(generator: &G, wait_nanos: u64) -> IssueError {
-    match generator.lease() {
-        Some(status) if status.state != LeaseState::Held || status.fence <= SystemTime::now() => {
-            IssueError::LeaseLost {
-                fence_unix_millis: unix_millis(status.fence),
-            }
-        }
+    match generator.lease().map(|_| generator.try_next_id()) {
+        Some(Err(fenced @ IssueError::LeaseLost { .. })) => fenced,
         _ => IssueError::ClockBehind {
             behind_nanos: wait_nanos,
         },
