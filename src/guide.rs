@@ -187,7 +187,10 @@ pub mod kubernetes {}
 /// nothing of the parent's (its lease, its registry connections, its
 /// threads, which the child does not have, and its locks, which the child
 /// would wait on for ever), and dropping them gives nothing back. The
-/// parent goes on as before.
+/// parent goes on as before. A registry opened before the fork is the
+/// parent's too (its sockets, its runtime): in the child every call on it
+/// is refused ([`LeaseError::Copied`](crate::lease::LeaseError::Copied))
+/// before anything is sent, so connect again in the child.
 ///
 /// A pre-forking server (a master that forks its workers) builds each
 /// worker's generator after the fork, in the worker, with a worker id or a

@@ -168,11 +168,17 @@ fn a_forked_child_of_a_leased_generator_issues_nothing_and_releases_nothing() {
 }
 
 /// On a real Redis: the child's copy of the connection, the lease and its
-/// thread are the parent's. The child issues nothing, and its exit (exit
-/// handlers included) gives nothing back: the parent's lease stays held.
+/// thread are the parent's. The child issues nothing with the parent's
+/// generator, and its exit (exit handlers included) gives nothing back:
+/// the parent's lease stays held. Following the refusal's advice, the
+/// child builds a generator of its own: on the parent's registry it is
+/// refused at once (that registry's sockets are the parent's, and nothing
+/// is sent on them); on a registry it connected itself, it leases an id of
+/// its own and issues none of the parent's IDs.
 #[cfg(feature = "redis")]
 #[test]
 fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
+    use flakegen::lease::LeaseError;
     let url = common::server::env("FLAKEGEN_TEST_REDIS_URL");
     let namespace = format!("fork-{}", std::process::id());
     let lease = |registry| {
@@ -181,8 +187,9 @@ fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
             .skew(Duration::from_secs(1))
     };
     common::ready(&[&lease(flakegen::lease::connect(&url).unwrap())]);
+    let registry = flakegen::lease::connect(&url).unwrap();
     let generator = Builder::new()
-        .lease(lease(flakegen::lease::connect(&url).unwrap()))
+        .lease(lease(std::sync::Arc::clone(&registry)))
         .build_atomic()
         .unwrap();
     let worker = generator.worker();
@@ -193,17 +200,37 @@ fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
     let (parent, child) = side_by_side(
         || {
             let generator = generator.borrow_mut().take().unwrap();
-            let said = issue_for(&generator, span);
+            let mut said = issue_for(&generator, span);
             drop(generator);
+            let parents = Builder::new().lease(lease(std::sync::Arc::clone(&registry)));
+            match parents.build_atomic() {
+                Err(flakegen::BuildError::Lease(LeaseError::Copied { .. })) => {}
+                other => writeln!(said, "built on the parent's registry: {other:?}").unwrap(),
+            }
+            let own = flakegen::lease::connect(&url).unwrap();
+            let own = Builder::new().lease(lease(own)).build_atomic().unwrap();
+            if own.worker() == worker {
+                writeln!(said, "leased the parent's id {worker}").unwrap();
+            }
+            for _ in 0..1000 {
+                writeln!(said, "own {}", own.next_id().unwrap().as_u64()).unwrap();
+            }
             said
         },
         |_| parent_issues(generator.borrow().as_ref().unwrap(), span),
         BOUND,
     );
-    none_twice(&parent, &Child::said(&child));
-    let generator = generator.into_inner().unwrap();
-    // After the child's exit, the parent's lease is still its own, renewed.
+    let (own, child): (Vec<&str>, Vec<&str>) =
+        child.lines().partition(|line| line.starts_with("own "));
+    none_twice(&parent, &Child::said(&child.join("\n")));
     let before: HashSet<u64> = parent.into_iter().collect();
+    assert_eq!(own.len(), 1000);
+    assert!(
+        own.iter()
+            .all(|line| !before.contains(&line[4..].parse().unwrap()))
+    );
+    // After the child's exit, the parent's lease is still its own, renewed.
+    let generator = generator.into_inner().unwrap();
     let after = parent_issues(&generator, Duration::from_millis(1500));
     assert!(after.iter().all(|id| !before.contains(id)));
     let status = generator.lease().unwrap();

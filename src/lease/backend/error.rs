@@ -202,6 +202,13 @@ pub enum LeaseError {
         /// What the member said.
         source: Arc<dyn std::error::Error + Send + Sync>,
     },
+    /// The registry's connections belong to another copy of this process:
+    /// it was opened before this process was forked from its parent, whose
+    /// sockets and runtime they are. Nothing was sent.
+    Copied {
+        /// The server's address.
+        address: String,
+    },
     /// The server answered with an error.
     Server {
         /// The server's address.
@@ -374,6 +381,12 @@ impl fmt::Display for LeaseError {
                     "lease registry at {address} answered with an error: {source}"
                 )
             }
+            LeaseError::Copied { address } => write!(
+                f,
+                "this registry (at {address}) was opened before this process was forked: its \
+                 connections are the parent's, and nothing was sent on them; connect again in \
+                 this process (lease::connect) for a lease of its own"
+            ),
         }
     }
 }

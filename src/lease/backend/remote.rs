@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use super::probe::{self, Speaks};
 use super::{LeaseError, budget, said};
+use crate::process::Generation;
 
 /// A connection and the task that drives it, if it has one.
 pub(crate) struct Connected<C> {
@@ -104,6 +105,9 @@ pub(crate) struct Remote<C> {
     /// How much longer than a call's bound opening a connection may take:
     /// a login the server makes slow on purpose.
     login: Duration,
+    /// The process whose sockets and runtime these are: a forked child
+    /// sends nothing on its parent's connections, nor waits on its runtime.
+    generation: Generation,
 }
 
 /// The idle connections a registry keeps: calls rarely overlap (each
@@ -127,6 +131,7 @@ impl<C: Send> Remote<C> {
             runtime: Some(runtime),
             idle: Mutex::new(Vec::new()),
             login: Duration::ZERO,
+            generation: Generation::now(),
         })
     }
 
@@ -154,6 +159,11 @@ impl<C: Send> Remote<C> {
         O: Future<Output = Result<Connected<C>, E>> + Send,
         F: Future<Output = (C, Result<T, Failure<E>>)> + Send,
     {
+        if self.generation.is_past() {
+            return Err(Failure::Lease(LeaseError::Copied {
+                address: self.address.clone(),
+            }));
+        }
         // The lock is held only to take the connection, never across the call.
         let taken = self.idle().pop();
         let opening = taken.is_none();
@@ -262,6 +272,9 @@ impl<C: Send> Remote<C> {
         within: Duration,
         future: impl Future<Output = T> + Send,
     ) -> Option<T> {
+        if self.generation.is_past() {
+            return None;
+        }
         self.block_on(async { tokio::time::timeout(within, future).await.ok() })
     }
 
@@ -295,6 +308,15 @@ impl<C: Send> Remote<C> {
 
 impl<C> Drop for Remote<C> {
     fn drop(&mut self) {
+        if self.generation.is_past() {
+            // The parent's: its connections' tasks and runtime are left as
+            // they are, unrun, so nothing is sent or closed on its sockets.
+            std::mem::forget(self.runtime.take());
+            std::mem::forget(std::mem::take(
+                self.idle.get_mut().unwrap_or_else(PoisonError::into_inner),
+            ));
+            return;
+        }
         // The connections' tasks first, inside the runtime they belong to.
         let idle = self.idle.get_mut().map(std::mem::take);
         drop(idle);
