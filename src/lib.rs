@@ -169,6 +169,7 @@
 //! | `mysql` | worker-id leases in a MySQL or MariaDB table (`lease::MysqlRegistry`) | `mysql_async` (pure Rust, rustls), the same small runtime |
 //! | `redis` | worker-id leases in Redis (`lease::RedisRegistry`) | `redis`, the same small runtime |
 //! | `etcd` | worker-id leases in an etcd cluster (`lease::EtcdRegistry`), through its JSON gateway | `serde_json`, `tokio-rustls`, the same small runtime |
+//! | `kubernetes` | worker-id leases as Lease objects through a Kubernetes API server (`lease::KubernetesRegistry`; the guide [On Kubernetes](guide::kubernetes)) | `serde_json`, `tokio-rustls`, the same small runtime |
 //! | `metrics` | the lease's and the generators' [metrics](#metrics), through the `metrics` facade | `metrics` |
 //! | `sqlx` | [`Snowflake`] as a `BIGINT` for sqlx 0.8 (PostgreSQL, MySQL/MariaDB, SQLite): `sql` | `sqlx-core` |
 //! | `tokio` | `AsyncIdGenerator` (`next_id_async`), `Builder::build_async`, `Release::wait_async`: every wait a tokio sleep | `tokio` (timer only) |

@@ -171,3 +171,77 @@ fn the_readme_leads_to_the_guide_on_copies_and_it_names_what_exists() {
     }
     assert!(named > 0, "the guide names no variable");
 }
+
+/// Every list of registries in prose names each of the table's
+/// (`lease::REGISTRIES`): the one list a new registry joins, and these go
+/// stale when it does not (six or more did, twice). Each list is found by
+/// the words that begin it, and must name every registry as it names them.
+#[test]
+fn every_list_of_registries_names_each_one() {
+    use flakegen::lease::{REGISTRIES, RegistryKind};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |file: &str| std::fs::read_to_string(root.join(file)).unwrap();
+    // (file, the words the list begins with, how far it runs, how it names one)
+    type Names = fn(&RegistryKind) -> String;
+    let lists: [(&str, &str, usize, Names); 9] = [
+        ("src/lib.rs", "//! # Features", 4_000, |k| {
+            format!("| `{}` |", k.feature)
+        }),
+        (
+            "src/lib.rs",
+            "id from a store the service already runs",
+            300,
+            |k| format!("`{}`", k.feature),
+        ),
+        (
+            "src/lease/mod.rs",
+            "//! worker id from a [`Registry`]",
+            400,
+            |k| format!("`{}`", k.feature),
+        ),
+        (
+            "src/lease/backend/mod.rs",
+            "//! registry by URL",
+            300,
+            |k| format!("`{}`", k.registry),
+        ),
+        (
+            "src/lease/backend/mod.rs",
+            "/// Where worker-id leases are stored",
+            400,
+            |k| format!("`{}`", k.registry),
+        ),
+        (
+            "src/lease/backend/connect.rs",
+            "/// Connects to the registry a URL names",
+            700,
+            |k| format!("`{}://", k.schemes[0]),
+        ),
+        ("README.md", "lease one with the", 200, |k| {
+            format!("`{}`", k.feature)
+        }),
+        ("README.md", "| Registry (feature) |", 20_000, |k| {
+            format!("`{}` (`{}`)", k.registry, k.feature)
+        }),
+        (
+            "contract/src/lib.rs",
+            "flakegen runs over its own registries",
+            200,
+            |k| k.name.split(" or ").next().unwrap().to_owned(),
+        ),
+    ];
+    for (file, begins, runs, names) in lists {
+        let text = read(file);
+        let start = text
+            .find(begins)
+            .unwrap_or_else(|| panic!("{file}: no list begins with {begins:?}"));
+        let list = &text[start..text.len().min(start + runs)];
+        for kind in REGISTRIES {
+            let name = names(kind);
+            assert!(
+                list.contains(&name),
+                "{file}: the list that begins {begins:?} does not name {name}"
+            );
+        }
+    }
+}

@@ -7,8 +7,8 @@
 //! force, a marker earlier than the loss it follows, a fence that reaches
 //! past the terms, and two live holders share an id. The rules are stated
 //! in [`flakegen::lease`]; this crate is the suite that checks them, the one
-//! flakegen runs over its own memory, PostgreSQL, MySQL and Redis
-//! registries. Some rules call a storage step directly and name the step
+//! flakegen runs over its own registries: memory, MySQL or MariaDB,
+//! PostgreSQL, Redis, etcd and Kubernetes. Some rules call a storage step directly and name the step
 //! and the promise it broke ("swap wrote under a stale marker"); the others
 //! lease, issue and heal as services do, and check the IDs.
 //!
@@ -49,7 +49,8 @@
 //!
 //! // In tests/contract.rs: `cargo test --test contract` runs every rule of
 //! // the storage steps and of leasing, and those of `Inspect` (the
-//! // capabilities after the fixture: `freeze`, `failover`, `inspect`).
+//! // capabilities after the fixture: `freeze`, `failover`, `inspect`,
+//! // `plant`, `marker`).
 //! flakegen_contract::suite!(Memory(MemoryRegistry::new()), inspect);
 //! # fn main() {}
 //! ```
@@ -222,14 +223,16 @@ impl std::fmt::Debug for Frozen {
 ///
 /// ```text
 /// flakegen_contract::suite!(fixture);                            // the rules every registry keeps
-/// flakegen_contract::suite!(fixture, freeze, failover, inspect, plant); // and those of its capabilities
+/// flakegen_contract::suite!(fixture, freeze, failover, inspect, plant, marker); // and those of its capabilities
 /// ```
 ///
 /// The capabilities: `freeze` (the fixture can stop its server answering:
 /// [`Fixture::freeze`]), `failover` (it has a replica to promote:
 /// [`Fixture::failover`]), `inspect` (the registry shows an operator its
 /// records: [`Registry::inspect`](flakegen::lease::backend::Registry::inspect)),
-/// `plant` (it can plant a marker of another history: [`Fixture::plant_marker`]).
+/// `plant` (it can plant a marker of another history: [`Fixture::plant_marker`]),
+/// `marker` (its marker can be deleted under a holder and written again:
+/// [`Wipe::Marker`], for a store that compares one object at a time).
 /// A capability named is a promise: its rules fail if the fixture cannot
 /// keep it.
 ///

@@ -4,15 +4,15 @@
 //! share a layout and a worker id. A lease keeps that promise without trusting
 //! any two clocks to agree. [`Builder::lease`](crate::Builder::lease) takes a
 //! worker id from a [`Registry`](backend::Registry) ([`MemoryRegistry`] for
-//! tests; MySQL, PostgreSQL, Redis or etcd behind the `mysql`, `postgres`,
-//! `redis` and `etcd` features) on the terms of a [`Lease`], and keeps it
-//! renewed from a thread of its own.
+//! tests; MySQL, PostgreSQL, Redis, etcd or Kubernetes behind the `mysql`,
+//! `postgres`, `redis`, `etcd` and `kubernetes` features) on the terms of a
+//! [`Lease`], and keeps it renewed from a thread of its own.
 //!
 //! # The contract
 //!
 //! Each worker id's record in the registry holds its holder, a version that
 //! changes with every write, an expiry judged by the registry's clock (the
-//! server's; for etcd, which has none, its clients'), the marker it was
+//! server's; for etcd and Kubernetes, which have none, its clients'), the marker it was
 //! written under, and a **fence**: an instant (milliseconds
 //! since 1970) that its holder's IDs stay below. Like a fencing token, the
 //! fence orders holders; unlike one, it needs nothing from whoever stores

@@ -226,7 +226,9 @@ pub const REGISTRIES: &[RegistryKind] = &[
 /// (or `postgresql://`) with the `postgres` feature, `redis://` (or
 /// `rediss://`, with TLS) with the `redis` feature,
 /// `etcd://host:port,host:port/prefix` (or `etcds://`, with TLS) with the
-/// `etcd` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a
+/// `etcd` feature, `kube:///prefix` in a pod (or
+/// `kube://host:port/namespace/prefix?token_file=…&ca_file=…`) with the
+/// `kubernetes` feature. TLS: `sslmode=` and `sslrootcert=<CA file>` in a
 /// PostgreSQL URL, as libpq takes them; `ssl-mode=` and `ssl-ca=<CA file>`
 /// in a MySQL URL, as MySQL's clients take them; `rediss://`, and
 /// `sslrootcert=` too, for Redis and etcd. Without a CA file, the system's

@@ -4,7 +4,7 @@
 //! A service that only leases worker ids needs none of this: it names a
 //! registry by URL ([`connect`](super::connect)) or builds one of flakegen's
 //! ([`MemoryRegistry`](super::MemoryRegistry), `MysqlRegistry`, `PostgresRegistry`,
-//! `RedisRegistry`, `EtcdRegistry`) and hands it to a [`Lease`](super::Lease). Those who
+//! `RedisRegistry`, `EtcdRegistry`, `KubernetesRegistry`) and hands it to a [`Lease`](super::Lease). Those who
 //! keep leases somewhere else implement [`Registry`]: three storage steps,
 //! and nothing of the protocol, which flakegen decides once over them.
 //!
@@ -67,7 +67,8 @@
 //! (`session.rs` and `statements.rs` for SQL, `gateway.rs` over the shared `http.rs` for
 //! etcd). Adding one touches, besides its folder: one entry of
 //! `REGISTRIES` in `connect.rs` (the CLI's help, the
-//! README's table and the crate's guide are checked against it), its
+//! README's table, the crate's guide and every list of registries in the
+//! docs are checked against it: `tests/release.rs`), its
 //! feature in `Cargo.toml`, its test servers in
 //! `scripts/services/<service>.sh`, its fixture in `tests/common/<name>.rs`
 //! and the list `ALL` in `tests/common/server.rs` (which runs the contract
@@ -120,8 +121,9 @@ pub use self::record::{Expect, NewRecord, Record};
 pub(crate) use self::budget::DEFAULT_TIMEOUT;
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
-/// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry` and `EtcdRegistry`
-/// behind the `mysql`, `postgres`, `redis` and `etcd` features.
+/// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry`, `EtcdRegistry` and
+/// `KubernetesRegistry` behind the `mysql`, `postgres`, `redis`, `etcd` and
+/// `kubernetes` features.
 ///
 /// A registry only stores. Which id is free, where fences go, the marker
 /// rule and the release rule are decided once, by flakegen, over these three
