@@ -233,8 +233,12 @@ fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
     let generator = generator.into_inner().unwrap();
     let after = parent_issues(&generator, Duration::from_millis(1500));
     assert!(after.iter().all(|id| !before.contains(id)));
+    // Not given back: held, or renewing if a busy machine made a renewal late.
     let status = generator.lease().unwrap();
-    assert_eq!(status.state, LeaseState::Held, "{status:?}");
+    assert!(
+        matches!(status.state, LeaseState::Held | LeaseState::Renewing),
+        "{status:?}"
+    );
     assert_eq!(generator.worker(), worker);
 }
 
