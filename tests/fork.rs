@@ -317,3 +317,56 @@ fn a_restored_generator_on_a_worker_id_refuses() {
         ));
     }
 }
+
+/// A registry of one's own that cannot be opened again (`Registry::reopen`
+/// left as it is): a restored generator on it refuses, and neither it nor
+/// its drop gives the snapshot's lease back, which the other copies issue
+/// under; the lease is left to expire.
+#[test]
+fn a_restored_generator_whose_registry_cannot_reopen_leaves_its_lease_alone() {
+    use flakegen::lease::LeaseError;
+    use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot};
+
+    struct Own(MemoryRegistry);
+    impl Registry for Own {
+        fn read(&self, namespace: &str, request: &ReadRequest) -> Result<Snapshot, LeaseError> {
+            self.0.read(namespace, request)
+        }
+        fn mark(&self, namespace: &str) -> Result<u64, LeaseError> {
+            self.0.mark(namespace)
+        }
+        fn swap(
+            &self,
+            namespace: &str,
+            worker: u64,
+            expect: Expect,
+            record: &NewRecord<'_>,
+        ) -> Result<Option<u64>, LeaseError> {
+            self.0.swap(namespace, worker, expect, record)
+        }
+    }
+
+    let registry = MemoryRegistry::new();
+    let lease = Lease::new(Own(registry.clone()), "own").ttl(Duration::from_secs(30));
+    let generator = Builder::new().lease(lease).build_atomic().unwrap();
+    let worker = generator.worker();
+    generator.next_id().unwrap();
+    let held = registry.record("own", worker).unwrap();
+    match generator.after_restore() {
+        Err(flakegen::Error::Issue(IssueError::Copied)) => {}
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(generator.next_id(), Err(IssueError::Copied));
+    drop(generator);
+    // A release would come from the lease's thread at once: a second is
+    // ample on any machine, and the TTL (30 s) far from over.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(1) {
+        let now = registry.record("own", worker).unwrap();
+        assert_eq!(
+            now.holder, held.holder,
+            "the snapshot's lease was given back"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

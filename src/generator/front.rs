@@ -519,10 +519,14 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     }
 
     fn after_restore(&self) -> Result<(), crate::Error> {
-        // What the snapshot held is every copy's: none issues under it.
+        // What the snapshot held is every copy's: none issues under it, and
+        // none writes to its lease, whatever happens next.
         self.core.claims.current().disown();
         match &self.core.lease {
-            Some(lease) => self.lease_again(lease),
+            Some(lease) => {
+                lease.abandon();
+                self.lease_again(lease)
+            }
             None => Err(IssueError::Copied.into()),
         }
     }

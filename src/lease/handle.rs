@@ -149,14 +149,25 @@ impl LeaseHandle {
         }
     }
 
+    /// Leaves the lease in force without a word to the registry: this
+    /// process was restored from a snapshot, and the lease is every
+    /// copy's. Its thread, if it runs in this process, stops renewing it
+    /// and writes nothing (a release would lower a fence the other copies
+    /// issue below); one of the parent's (in a forked child) is left alone.
+    /// Whatever follows (a drop, a release) finds it stopped already.
+    pub(crate) fn abandon(&self) {
+        let shared = self.shared();
+        if !shared.generation.is_past() {
+            shared.stop(Stop::Abandon);
+        }
+    }
+
     /// Leases again as a new holder, for a process restored from a
-    /// snapshot: a new thread, a new holder token, a registry reopened on
-    /// connections of its own; waits for the acquisition. The lease held
-    /// until now is every copy's: its thread, if it runs in this process,
-    /// leaves it without a write, and one of the parent's (in a forked
-    /// child) is left alone. Returns how long the generator may wait for
-    /// the new lease's start (`Lease::start_wait`); `None`: the registry
-    /// cannot be reopened, and nothing changed.
+    /// snapshot, once the old lease was [abandoned](Self::abandon): a new
+    /// thread, a new holder token, a registry reopened on connections of
+    /// its own; waits for the acquisition. Returns how long the generator
+    /// may wait for the new lease's start (`Lease::start_wait`); `None`:
+    /// the registry cannot be reopened, and nothing changed.
     pub(crate) fn restart(&self) -> Result<Option<Duration>, Refused> {
         let Some(pending) = (self.restart)()? else {
             return Ok(None);
@@ -166,13 +177,7 @@ impl LeaseHandle {
         // Its thread is now this handle's: the fresh handle must not stop it.
         let fresh = std::mem::ManuallyDrop::new(fresh);
         let shared = fresh.shared();
-        let old = std::mem::replace(
-            &mut *self.shared.write().unwrap_or_else(PoisonError::into_inner),
-            shared,
-        );
-        if !old.generation.is_past() {
-            old.stop(Stop::Abandon);
-        }
+        *self.shared.write().unwrap_or_else(PoisonError::into_inner) = shared;
         Ok(Some(start_wait))
     }
 }
