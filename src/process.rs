@@ -14,9 +14,10 @@
 //!
 //! What it cannot see: a copy made without `fork` (`clone` called directly,
 //! a snapshot of the process or of its VM restored). A restored copy is
-//! told by its restore hook. On
-//! targets without `fork` (Windows, wasm) a process cannot be copied but
-//! by a snapshot, and the generation never moves.
+//! told by its restore hook, which disowns the claims in force ([`Owner`]),
+//! so that they refuse as a fork's would. On targets without `fork`
+//! (Windows, wasm) a process is copied only by a snapshot, and the
+//! generation never moves.
 
 #![allow(unsafe_code)]
 
