@@ -425,6 +425,12 @@ fn a_lease_that_looks_expired_is_held_a_ttl_from_its_first_sight() {
             ttl.saturating_sub(first_sight.elapsed()).as_millis()
         ),
     }
+    // Read again within the TTL: still held, from the first sight.
+    thread::sleep((ttl / 2).saturating_sub(first_sight.elapsed()));
+    match build() {
+        Err(e) => assert!(e.to_string().contains("held"), "{e}"),
+        Ok(_) => panic!("took it at a second read, within a TTL of its first sight"),
+    }
     thread::sleep(ttl.saturating_sub(first_sight.elapsed()) + Duration::from_millis(100));
     let g = build().unwrap();
     g.next_id().unwrap();

@@ -247,7 +247,19 @@ pub fn an_expired_lease_is_taken_over_at_or_after_its_fence(fixture: &dyn Fixtur
     let fence = now_ms() + 300;
     store.put(&ns, 0, "crashed", 1, fence);
     thread::sleep(Duration::from_millis(5));
-    let successor = store.leased(ONE, &ns).build_atomic().unwrap();
+    let successor = match store.leased(ONE, &ns).build_atomic() {
+        Ok(successor) => successor,
+        // With no server clock, a version seen for the first time is held
+        // the namespace's TTL from then: this process cannot tell that its
+        // writer's clock did not run behind (the protocol's first sight).
+        Err(BuildError::Lease(LeaseError::AllHeld { .. }))
+            if store.registry().time_base() == TimeBase::Client =>
+        {
+            thread::sleep(TTL + Duration::from_millis(100));
+            store.leased(ONE, &ns).build_atomic().unwrap()
+        }
+        Err(e) => panic!("{}: the expired lease was not taken: {e}", store.name()),
+    };
     let id = successor.next_id().unwrap();
     assert!(unix_ms(&ONE, id) >= fence, "{}", store.name());
 }

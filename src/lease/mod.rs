@@ -12,12 +12,14 @@
 //!
 //! Each worker id's record in the registry holds its holder, a version that
 //! changes with every write, an expiry judged by the registry's clock (the
-//! server's; for etcd and Kubernetes, which have none, its clients'), the marker it was
-//! written under, and a **fence**: an instant (milliseconds
-//! since 1970) that its holder's IDs stay below. Like a fencing token, the
-//! fence orders holders; unlike one, it needs nothing from whoever stores
-//! the IDs. The rules, each decided once (in `protocol.rs`) and each tested
-//! against every backend:
+//! server's; for etcd and Kubernetes, which have none, its clients': and
+//! then a record another process wrote expires no earlier than the TTL
+//! after this process first saw its version, so a host whose clock runs
+//! ahead takes no live lease early), the marker it was written under, and
+//! a **fence**: an instant (milliseconds since 1970) that its holder's IDs
+//! stay below. Like a fencing token, the fence orders holders; unlike one,
+//! it needs nothing from whoever stores the IDs. The rules, each decided
+//! once (in `protocol/`) and each tested against every backend:
 //!
 //! 1. **Confirm, then use.** A holder moves its fence forward in the same
 //!    atomic step that checks it still holds *this* lease: the marker and

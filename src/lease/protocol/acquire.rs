@@ -11,8 +11,11 @@ use std::time::Duration;
 use super::Terms;
 use super::holding::Holding;
 use super::ids::fresh_version;
+use super::sighting;
 use super::start::{Choice, Lost, StartCause};
-use crate::lease::backend::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot};
+use crate::lease::backend::{
+    Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase,
+};
 
 /// How many times in a row an acquisition may lose a race that nobody won
 /// before it gives up: a registry whose swaps fail while its records stay
@@ -153,7 +156,10 @@ pub(crate) fn acquire(
         let request = ReadRequest::new(terms.workers)
             .prefer(prefer)
             .probe(probe.ids.clone());
-        let snapshot = registry.read(terms.namespace, &request)?;
+        let mut snapshot = registry.read(terms.namespace, &request)?;
+        if registry.time_base() == TimeBase::Client {
+            sighting::held_from_first_sight(terms, &mut snapshot);
+        }
         attempts += 1;
         if let Some((lost_to, high_water)) = last_lost.take() {
             if won_by_another(&snapshot, &lost_to, high_water) {
@@ -206,6 +212,7 @@ pub(crate) fn acquire(
         };
         match registry.swap(terms.namespace, choice.worker, choice.expect, &write) {
             Ok(Some(_)) => {
+                sighting::written_here(terms, choice.worker, version);
                 return Ok(Grant {
                     holding: Holding {
                         token: token.to_owned(),

@@ -5,6 +5,7 @@
 
 use super::Terms;
 use super::ids::fresh_version;
+use super::sighting;
 use super::start::Lost;
 #[cfg(feature = "inspect")]
 use crate::lease::backend::ReadRequest;
@@ -116,6 +117,9 @@ impl Holding {
             };
             match registry.swap(terms.namespace, self.worker, expect, record) {
                 Ok(Some(server_unix_millis)) => {
+                    if !record.holder.is_empty() {
+                        sighting::written_here(terms, self.worker, record.version);
+                    }
                     self.versions = vec![record.version];
                     return Ok(Some(server_unix_millis));
                 }
@@ -148,7 +152,10 @@ impl Holding {
 /// between.
 #[cfg(feature = "inspect")]
 pub(crate) fn test_write(registry: &dyn Registry, terms: &Terms<'_>) -> Result<bool, LeaseError> {
-    let snapshot = registry.read(terms.namespace, &ReadRequest::new(1).prefer(Some(0)))?;
+    let mut snapshot = registry.read(terms.namespace, &ReadRequest::new(1).prefer(Some(0)))?;
+    if registry.time_base() == crate::lease::backend::TimeBase::Client {
+        sighting::held_from_first_sight(terms, &mut snapshot);
+    }
     let marker_unix_millis = match snapshot.marker_unix_millis {
         Some(marker) => marker,
         None => registry.mark(terms.namespace)?,

@@ -12,11 +12,14 @@
 //!   (rules 1, 4 and 5);
 //! - `verdict.rs`: a holder's clock against the registry's (rule 6's skew
 //!   allowance);
+//! - `sighting.rs`: when a record expires on a registry with no clock of
+//!   its own (a host whose clock runs ahead takes no live lease early);
 //! - `ids.rs`: holder tokens and record versions.
 
 mod acquire;
 mod holding;
 mod ids;
+mod sighting;
 mod start;
 mod verdict;
 

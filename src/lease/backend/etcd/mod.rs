@@ -75,7 +75,10 @@ use crate::clock::{Clock, SystemClock};
 /// the skew allowance of each other** (NTP does, by orders of magnitude).
 /// A host further off is not refused, as it is by the other registries; its
 /// successors wait for its fences, and after a loss its IDs could meet a
-/// successor's.
+/// successor's. A host whose clock runs ahead takes no live lease early:
+/// a held record another process wrote expires no earlier than a TTL
+/// after this process first saw its version (the protocol's rule, as on
+/// every registry whose times are its clients').
 ///
 /// # What counts as a loss
 ///

@@ -4,77 +4,9 @@
 //! before and whose `resourceVersion` went down.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::objects::{Filed, Marker};
-
-/// When this process first saw each version of a held record, by the
-/// Lease's uid and `resourceVersion`: its lease lasts at least a TTL from
-/// then, whatever the expiry its writer's clock put in it. So a host whose
-/// clock runs ahead of the writer's cannot take a live lease early (a
-/// process seeing a record for the first time waits its TTL before taking
-/// it, if it looks expired; free ids and ids never used are taken at once).
-/// Shared by every client of the process, as the leases of one process
-/// are one observer.
-static FIRST_SEEN: Mutex<Option<HashMap<(String, String), Sighting>>> = Mutex::new(None);
-
-/// How this process came to know a version of a record.
-#[derive(Clone, Copy, Debug)]
-enum Sighting {
-    /// Read, first at this moment.
-    Read(Instant),
-    /// Written by this process: its expiry is this clock's.
-    Written(Instant),
-}
-
-impl Sighting {
-    fn at(self) -> Instant {
-        match self {
-            Sighting::Read(at) | Sighting::Written(at) => at,
-        }
-    }
-}
-
-/// The most versions remembered: past it, those seen longest ago go (a
-/// version seen longer ago than any TTL says nothing more).
-const FIRST_SEEN_MAX: usize = 4_096;
-
-fn key(filed: &Filed) -> (String, String) {
-    (
-        filed.stored.uid.clone(),
-        filed.stored.resource_version.clone(),
-    )
-}
-
-/// When this process first read `filed`'s version, noting it now if
-/// never; `None` for a version this process wrote (its expiry is this
-/// clock's own).
-pub(super) fn first_seen(filed: &Filed) -> Option<Instant> {
-    let mut all = FIRST_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
-    let all = all.get_or_insert_with(HashMap::new);
-    match all.get(&key(filed)) {
-        Some(Sighting::Read(at)) => return Some(*at),
-        Some(Sighting::Written(_)) => return None,
-        None => {}
-    }
-    if all.len() >= FIRST_SEEN_MAX {
-        let mut ages: Vec<Instant> = all.values().map(|s| s.at()).collect();
-        ages.sort_unstable();
-        let cut = ages[ages.len() / 2];
-        all.retain(|_, sighting| sighting.at() > cut);
-    }
-    let now = Instant::now();
-    all.insert(key(filed), Sighting::Read(now));
-    Some(now)
-}
-
-/// Notes a version this process wrote itself.
-pub(super) fn written_here(filed: &Filed) {
-    let mut all = FIRST_SEEN.lock().unwrap_or_else(PoisonError::into_inner);
-    all.get_or_insert_with(HashMap::new)
-        .insert(key(filed), Sighting::Written(Instant::now()));
-}
 
 /// One client's memory of its namespaces' objects.
 #[derive(Default)]

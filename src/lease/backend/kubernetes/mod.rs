@@ -78,11 +78,11 @@ use crate::clock::{Clock, SystemClock};
 /// this registry's times are its host's ([`TimeBase::Client`]), as etcd's
 /// are: every two hosts that lease from one prefix keep their clocks within
 /// the skew allowance of each other. `flakegen leases check` compares this
-/// host's clock with the server's `Date`. And a held record another
-/// process wrote expires no earlier than a TTL after this process first
-/// saw its version: a host whose clock runs ahead cannot take a live lease
-/// early (a process that sees a record for the first time waits its TTL
-/// before taking it, if it looks expired; free ids are taken at once).
+/// host's clock with the server's `Date`. And, as on every registry whose
+/// times are its clients', a held record another process wrote expires no
+/// earlier than a TTL after this process first saw its version (the
+/// protocol's rule): a host whose clock runs ahead cannot take a live lease
+/// early.
 ///
 /// # What counts as a loss
 ///
@@ -213,26 +213,15 @@ impl KubernetesRegistry {
 
     /// The records as the protocol reads them: one written under another
     /// marker's Lease (one deleted and written again) is void, whatever its
-    /// marker's time says, and is said to be under marker 0.
-    ///
-    /// A held record another process wrote expires no earlier than a TTL
-    /// after this process first saw its version ([`history::first_seen`]).
+    /// marker's time says, and is said to be under marker 0. (When a held
+    /// one expires, with no server clock, is the protocol's to judge.)
     fn records_under(&self, in_force: Option<&Marker>, filed: Vec<Filed>) -> Vec<super::Record> {
-        let now = now_ms();
         filed
             .into_iter()
             .map(|f| {
                 let mut record = f.record.clone();
                 if in_force.is_some_and(|m| m.stored.uid != f.marker_uid) {
                     record.marker_unix_millis = 0;
-                }
-                if !record.holder.is_empty() && record.expires_unix_millis > 0 {
-                    if let Some(seen) = history::first_seen(&f) {
-                        let observed = now
-                            .saturating_sub(crate::clock::units::millis(seen.elapsed()))
-                            .saturating_add(f.ttl_millis);
-                        record.expires_unix_millis = record.expires_unix_millis.max(observed);
-                    }
                 }
                 record
             })
@@ -437,7 +426,6 @@ impl Registry for KubernetesRegistry {
         };
         match self.written(verb, &reply, 200, &names)? {
             Some(Object::Record(written)) => {
-                history::written_here(&written);
                 self.seen()
                     .record_seen(namespace, &written, ttl(record.ttl_millis));
                 // The clock the expiry was reckoned from: the write's time,
