@@ -359,62 +359,10 @@ fn credentials_and_quorum_are_said() {
     assert!(took < Lease::DEFAULT_TIMEOUT * 2, "took {took:?}");
 }
 
-/// A record written by a host whose clock runs behind this one's (by this
-/// clock its expiry has already passed) is held for a TTL from the moment
-/// this process first saw its version: a host ahead of its peers cannot
-/// take a live lease early. The record is written through the registry
-/// with a TTL of 1 ms, which is how it looks here when its writer's clock
-/// runs a TTL behind; a build fails on it (every id held), and takes it
-/// once the TTL has passed since it was first seen.
+/// A host whose clock runs ahead takes no live lease early (see
+/// `common::held_a_ttl_from_its_first_sight`).
 #[test]
 fn a_lease_that_looks_expired_is_held_a_ttl_from_its_first_sight() {
     let _serial = serial();
-    let ns = namespace("sighted");
-    let one = Layout::builder().worker_bits(0).build().unwrap();
-    let ttl = Duration::from_millis(3_000);
-    let registry = lease::connect(&SERVER.url()).unwrap();
-    let lease = || {
-        Lease::new(Arc::clone(&registry), ns.as_str())
-            .ttl(ttl)
-            .skew(Duration::from_millis(500))
-    };
-    let build = || Builder::new().layout(one).lease(lease()).build_atomic();
-    common::ready(&[&lease()]);
-    build()
-        .unwrap()
-        .shutdown()
-        .wait(Lease::DEFAULT_TIMEOUT)
-        .unwrap();
-    let read = registry.read(&ns, &ReadRequest::new(1)).unwrap();
-    let record = read.records.iter().find(|r| r.worker == 0).unwrap();
-    let expect = Expect {
-        marker_unix_millis: read.marker_unix_millis.unwrap(),
-        version: Some(record.version),
-    };
-    let behind = NewRecord {
-        holder: "elsewhere",
-        version: 424_242,
-        ttl_millis: 1,
-        fence_unix_millis: record.fence_unix_millis,
-    };
-    assert!(registry.swap(&ns, 0, expect, &behind).unwrap().is_some());
-    std::thread::sleep(Duration::from_millis(5));
-    let first_sight = Instant::now();
-    match build() {
-        Err(e) => assert!(e.to_string().contains("held"), "{e}"),
-        Ok(_) => panic!(
-            "took a lease whose version it first saw just now, {} ms before its TTL had passed",
-            ttl.saturating_sub(first_sight.elapsed()).as_millis()
-        ),
-    }
-    // Read again within the TTL: still held, from the first sight.
-    thread::sleep((ttl / 2).saturating_sub(first_sight.elapsed()));
-    match build() {
-        Err(e) => assert!(e.to_string().contains("held"), "{e}"),
-        Ok(_) => panic!("took it at a second read, within a TTL of its first sight"),
-    }
-    thread::sleep(ttl.saturating_sub(first_sight.elapsed()) + Duration::from_millis(100));
-    let g = build().unwrap();
-    g.next_id().unwrap();
-    g.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
+    common::held_a_ttl_from_its_first_sight(&SERVER.url(), &namespace("sighted"));
 }

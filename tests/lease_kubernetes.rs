@@ -372,67 +372,10 @@ fn a_restore_nobody_saw_issues_no_id_twice_after_the_ttl_and_the_skew() {
     }
 }
 
-/// A record written by a host whose clock runs behind this one's (its
-/// expiry, by this clock, already past) is held for a TTL from the moment
-/// this process first saw its version: a host ahead of its peers cannot
-/// take a live lease early. Here the record is written by hand, held by
-/// another host with an expiry a second past; a build fails on it (every
-/// id held), and takes it once the TTL has passed since it was first seen.
+/// A host whose clock runs ahead takes no live lease early (see
+/// `common::held_a_ttl_from_its_first_sight`).
 #[test]
 fn a_lease_that_looks_expired_is_held_a_ttl_from_its_first_sight() {
     let _serial = serial();
-    let ns = namespace("sighted");
-    let one = Layout::builder().worker_bits(0).build().unwrap();
-    let ttl = Duration::from_millis(3_000);
-    let lease = || {
-        Lease::new(lease::connect(&SERVER.url()).unwrap(), ns.as_str())
-            .ttl(ttl)
-            .skew(Duration::from_millis(500))
-    };
-    let build = || Builder::new().layout(one).lease(lease()).build_atomic();
-    common::ready(&[&lease()]);
-    build()
-        .unwrap()
-        .shutdown()
-        .wait(Lease::DEFAULT_TIMEOUT)
-        .unwrap();
-    // The record, held by another host whose clock runs 4 s behind.
-    let items = SERVER.services("api", &["GET", ""]);
-    let items: serde_json::Value = serde_json::from_str(&items).unwrap();
-    let mut record = items["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|item| {
-            item["metadata"]["annotations"]["flakegen.io/namespace"] == ns.as_str()
-                && item["metadata"]["labels"]["flakegen.io/kind"] == "record"
-        })
-        .unwrap()
-        .clone();
-    let name = record["metadata"]["name"].as_str().unwrap().to_owned();
-    let annotations = &mut record["metadata"]["annotations"];
-    annotations["flakegen.io/holder"] = "elsewhere".into();
-    annotations["flakegen.io/version"] = "424242".into();
-    annotations["flakegen.io/expires"] = (now_ms() - 1_000).to_string().into();
-    annotations["flakegen.io/ttl"] = ttl.as_millis().to_string().into();
-    let written = SERVER.services("api", &["PUT", &format!("/{name}"), &record.to_string()]);
-    assert!(written.contains("elsewhere"), "{written}");
-    let first_sight = Instant::now();
-    match build() {
-        Err(e) => assert!(e.to_string().contains("held"), "{e}"),
-        Ok(_) => panic!(
-            "took a lease whose version it first saw just now, {} ms before its TTL had passed",
-            ttl.saturating_sub(first_sight.elapsed()).as_millis()
-        ),
-    }
-    // Read again within the TTL: still held, from the first sight.
-    thread::sleep((ttl / 2).saturating_sub(first_sight.elapsed()));
-    match build() {
-        Err(e) => assert!(e.to_string().contains("held"), "{e}"),
-        Ok(_) => panic!("took it at a second read, within a TTL of its first sight"),
-    }
-    thread::sleep(ttl.saturating_sub(first_sight.elapsed()) + Duration::from_millis(100));
-    let g = build().unwrap();
-    g.next_id().unwrap();
-    g.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
+    common::held_a_ttl_from_its_first_sight(&SERVER.url(), &namespace("sighted"));
 }

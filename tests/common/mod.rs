@@ -94,3 +94,69 @@ pub fn timestamp(layout: &Layout, id: Snowflake) -> u64 {
 pub fn millis(n: u64) -> Duration {
     Duration::from_millis(n)
 }
+
+/// On a registry with no clock of its own (etcd, Kubernetes), at `url`, in
+/// `namespace`: a record written by a host whose clock runs behind this
+/// one's (by this clock its expiry has already passed) is held for the
+/// namespace's TTL from the moment this process first saw its version, so
+/// a host ahead of its peers cannot take a live lease early. The record is
+/// written through the registry with a TTL of 1 ms, which is how it looks
+/// here when its writer's clock runs a TTL behind. A build fails on it
+/// (every id held), and again at a second read within the TTL; it takes
+/// the id once the TTL has passed since the first sight.
+#[cfg(any(feature = "etcd", feature = "kubernetes"))]
+pub fn held_a_ttl_from_its_first_sight(url: &str, namespace: &str) {
+    use flakegen::IdGenerator;
+    use flakegen::lease::backend::{Expect, NewRecord, ReadRequest};
+    use std::time::Instant;
+
+    let one = Layout::builder().worker_bits(0).build().unwrap();
+    let ttl = Duration::from_millis(3_000);
+    let registry = flakegen::lease::connect(url).unwrap();
+    let lease = || {
+        Lease::new(std::sync::Arc::clone(&registry), namespace)
+            .ttl(ttl)
+            .skew(Duration::from_millis(500))
+    };
+    let build = || Builder::new().layout(one).lease(lease()).build_atomic();
+    ready(&[&lease()]);
+    build()
+        .unwrap()
+        .shutdown()
+        .wait(Lease::DEFAULT_TIMEOUT)
+        .unwrap();
+    let read = registry.read(namespace, &ReadRequest::new(1)).unwrap();
+    let record = read.records.iter().find(|r| r.worker == 0).unwrap();
+    let expect = Expect {
+        marker_unix_millis: read.marker_unix_millis.unwrap(),
+        version: Some(record.version),
+    };
+    let behind = NewRecord {
+        holder: "elsewhere",
+        version: 424_242,
+        ttl_millis: 1,
+        fence_unix_millis: record.fence_unix_millis,
+    };
+    assert!(
+        registry
+            .swap(namespace, 0, expect, &behind)
+            .unwrap()
+            .is_some()
+    );
+    std::thread::sleep(Duration::from_millis(5));
+    let first_sight = Instant::now();
+    let refused = |when: &str| match build() {
+        Err(e) => assert!(e.to_string().contains("held"), "{e}"),
+        Ok(_) => panic!(
+            "took, {when}, a lease whose version it first saw {} ms before its TTL had passed",
+            ttl.saturating_sub(first_sight.elapsed()).as_millis()
+        ),
+    };
+    refused("at its first sight");
+    std::thread::sleep((ttl / 2).saturating_sub(first_sight.elapsed()));
+    refused("at a second read");
+    std::thread::sleep(ttl.saturating_sub(first_sight.elapsed()) + Duration::from_millis(100));
+    let g = build().unwrap();
+    g.next_id().unwrap();
+    g.shutdown().wait(Lease::DEFAULT_TIMEOUT).unwrap();
+}
