@@ -114,7 +114,10 @@ pub trait IdGenerator: Send + Sync {
 
     /// [`next_id`](Self::next_id), but where `next_id` would sleep it returns
     /// [`IssueError::WouldBlock`] with how long, giving back what it
-    /// reserved (a gap if another call reserved since, never a repeat).
+    /// reserved (a gap if another call reserved since, never a repeat). At
+    /// a lease's fence, while a renewal or a new lease may still come, that
+    /// is a short wait to ask again after: a loop of your own bounds its
+    /// asking by [`max_wait`](Self::max_wait), as `next_id` does.
     ///
     /// The fast path the async calls are built on (see
     /// `AsyncIdGenerator`, feature `tokio`): where nothing needs

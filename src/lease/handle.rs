@@ -174,7 +174,8 @@ impl LeaseHandle {
         };
         let start_wait = pending.start_wait;
         let fresh = pending.wait()?;
-        // Its thread is now this handle's: the fresh handle must not stop it.
+        // Its thread is now this handle's: the fresh handle must not stop it,
+        // so it is never dropped (a few words, once per restore).
         let fresh = std::mem::ManuallyDrop::new(fresh);
         let shared = fresh.shared();
         *self.shared.write().unwrap_or_else(PoisonError::into_inner) = shared;

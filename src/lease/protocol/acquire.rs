@@ -212,7 +212,9 @@ pub(crate) fn acquire(
         };
         match registry.swap(terms.namespace, choice.worker, choice.expect, &write) {
             Ok(Some(_)) => {
-                sighting::written_here(terms, choice.worker, version);
+                if registry.time_base() == TimeBase::Client {
+                    sighting::written_here(terms, choice.worker, version);
+                }
                 return Ok(Grant {
                     holding: Holding {
                         token: token.to_owned(),

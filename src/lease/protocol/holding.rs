@@ -9,7 +9,7 @@ use super::sighting;
 use super::start::Lost;
 #[cfg(feature = "inspect")]
 use crate::lease::backend::ReadRequest;
-use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry};
+use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry, TimeBase};
 
 /// How many writes whose outcome is unknown a holder remembers.
 const IN_DOUBT: usize = 4;
@@ -117,7 +117,7 @@ impl Holding {
             };
             match registry.swap(terms.namespace, self.worker, expect, record) {
                 Ok(Some(server_unix_millis)) => {
-                    if !record.holder.is_empty() {
+                    if !record.holder.is_empty() && registry.time_base() == TimeBase::Client {
                         sighting::written_here(terms, self.worker, record.version);
                     }
                     self.versions = vec![record.version];
@@ -153,7 +153,7 @@ impl Holding {
 #[cfg(feature = "inspect")]
 pub(crate) fn test_write(registry: &dyn Registry, terms: &Terms<'_>) -> Result<bool, LeaseError> {
     let mut snapshot = registry.read(terms.namespace, &ReadRequest::new(1).prefer(Some(0)))?;
-    if registry.time_base() == crate::lease::backend::TimeBase::Client {
+    if registry.time_base() == TimeBase::Client {
         sighting::held_from_first_sight(terms, &mut snapshot);
     }
     let marker_unix_millis = match snapshot.marker_unix_millis {

@@ -80,8 +80,9 @@ pub(super) fn held_from_first_sight(terms: &Terms<'_>, snapshot: &mut Snapshot) 
     }
 }
 
-/// Notes a version of a holder's record that this process wrote: its
-/// expiry is this process's own clock's.
+/// Notes a version of a holder's record that this process wrote, on a
+/// registry whose times are its clients': its expiry is this process's
+/// own clock's.
 pub(super) fn written_here(terms: &Terms<'_>, worker: u64, version: u64) {
     let mut seen = sightings();
     forget_the_oldest(&mut seen);
