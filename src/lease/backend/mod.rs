@@ -81,6 +81,7 @@ use std::sync::Arc;
 // The registries stand on this module's trait, and `lease` shows them:
 // declared here, re-exported there, so that imports run one way.
 pub(super) mod budget;
+mod capability;
 pub(super) mod connect;
 pub(super) mod error;
 #[cfg(feature = "etcd")]
@@ -119,6 +120,7 @@ pub(crate) use self::record::RecordState;
 pub use self::record::{Expect, NewRecord, Record};
 
 pub(crate) use self::budget::DEFAULT_TIMEOUT;
+pub use self::capability::TimeBase;
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
 /// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry`, `EtcdRegistry` and
@@ -312,22 +314,6 @@ macro_rules! forward_registry {
 }
 
 forward_registry!(Arc<R>, Box<R>);
-
-/// Whose clock a registry's times are read from: the server clock of
-/// [`Snapshot::server_unix_millis`], of a swap's answer, of an expiry and a
-/// marker ([`Registry::time_base`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TimeBase {
-    /// The store's own clock, read by the store: every holder is judged by
-    /// one clock, and each holder's is checked against it (the skew
-    /// allowance).
-    Server,
-    /// The store has none (etcd): its times are the calling host's clock.
-    /// Nothing checks one host's clock against another's; the skew
-    /// allowance is what the hosts must keep to.
-    Client,
-}
 
 /// What [`Registry::read`] found: the few records an acquisition chooses from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
