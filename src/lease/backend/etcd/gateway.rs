@@ -298,6 +298,20 @@ impl Txn {
             "result": "EQUAL", "value": base64(value.as_bytes())}));
     }
 
+    /// Holds if `key`'s value begins with `prefix` followed by a space:
+    /// it lies above `prefix` and below `prefix` followed by `!`, the byte
+    /// after the space, which etcd compares byte by byte.
+    pub(super) fn value_begins(&mut self, key: &str, prefix: &str) {
+        for (result, bound) in [
+            ("GREATER", prefix.to_owned()),
+            ("LESS", format!("{prefix}!")),
+        ] {
+            self.compare
+                .push(json!({"key": base64(key.as_bytes()), "target": "VALUE",
+                "result": result, "value": base64(bound.as_bytes())}));
+        }
+    }
+
     /// Holds if `key` was last written at `revision`.
     pub(super) fn modified_at(&mut self, key: &str, revision: u64) {
         self.compare

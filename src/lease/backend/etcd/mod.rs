@@ -229,9 +229,13 @@ impl EtcdRegistry {
                 &format!("{} {} {}", mark.epoch, mark.marker, worker + 1),
             );
         } else {
-            // Renewals leave the mark alone: only its creation is compared,
-            // so that one raising it does not fail them.
+            // Writes below the high-water mark leave the mark alone: its
+            // creation, epoch and marker are compared, not its high-water
+            // mark, so that a write raising it does not fail them, and one
+            // that replaced the marker in place (`mark` over a mark of
+            // another epoch, a put by hand) does.
             txn.created_at(&keys.mark, mark.create_revision);
+            txn.value_begins(&keys.mark, &format!("{} {}", mark.epoch, mark.marker));
         }
         match &basis.record {
             Some(old) => {
