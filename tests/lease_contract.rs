@@ -20,7 +20,7 @@ mod common;
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, NewRecord, ReadCost, ReadRequest, Registry, Snapshot};
 use flakegen::lease::inspect::{Inspect, Listing, Survey};
 use flakegen::lease::{Lease, LeaseError, MemoryRegistry};
 use flakegen_contract::{Failover, Fixture, Frozen, Wipe};
@@ -150,6 +150,9 @@ impl Registry for Gate {
         record: &NewRecord<'_>,
     ) -> Result<Option<u64>, LeaseError> {
         self.pass()?.swap(namespace, worker, expect, record)
+    }
+    fn read_cost(&self) -> ReadCost {
+        lock(&self.current).read_cost()
     }
     fn inspect(&self) -> Option<&dyn Inspect> {
         Some(self)

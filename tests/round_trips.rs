@@ -90,13 +90,19 @@ fn each_step_costs_the_round_trips_it_is_held_to() {
                     // What the table of registries says each step costs:
                     // what each takes today, so that a change that adds one
                     // fails here.
-                    let bound = lease::REGISTRIES
+                    let kind = lease::REGISTRIES
                         .iter()
                         .find(|kind| kind.feature == server.name)
-                        .unwrap_or_else(|| panic!("no registry kind for {}", server.name))
-                        .round_trips;
+                        .unwrap_or_else(|| panic!("no registry kind for {}", server.name));
+                    let bound = kind.round_trips;
                     let (url, forwarders) = forwarded(&server.url());
                     let registry: Arc<dyn Registry> = lease::connect(&url).unwrap();
+                    assert_eq!(
+                        registry.read_cost(),
+                        kind.read_cost,
+                        "{}: the table of registries says another read cost",
+                        server.name
+                    );
                     let first = build(&registry, ns);
                     let new_build = now(&forwarders);
                     let before = now(&forwarders);

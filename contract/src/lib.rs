@@ -55,11 +55,16 @@
 //! # fn main() {}
 //! ```
 //!
-//! A store without a clock of its own (etcd) says so
-//! ([`Registry::time_base`]):
-//! the rules that need a server's clock are restated for it, not skipped.
-//! Its times must then be the calling host's clock itself, and the skew
-//! check compares a generator's clock with its host's.
+//! Where stores differ, a registry declares which it is, and the rules
+//! keyed to it hold it to that, not skip it. A store without a clock of its
+//! own (etcd) says so ([`Registry::time_base`]): the rules that need a
+//! server's clock are restated for it; its times must then be the calling
+//! host's clock itself, and the skew check compares a generator's clock with
+//! its host's. A store that compares one object at a time
+//! ([`Registry::marker_check`]) is held to confirming the marker before
+//! every write but its holder's own; one whose read fetches every record
+//! ([`Registry::read_cost`]) to returning them, and every other to
+//! returning few.
 //!
 //! Each of the suite's tests runs in namespaces of its own, with a 300 ms
 //! TTL. Those that keep to their namespaces run side by side; those that
@@ -262,6 +267,7 @@ macro_rules! suite {
                 swap_writes_only_at_the_version_it_names,
                 swap_says_when_it_wrote_by_the_servers_clock,
                 read_returns_what_an_acquisition_chooses_from,
+                a_read_costs_what_its_registry_declares,
                 a_mark_after_a_wipe_is_no_earlier_than_the_wipe,
             );
             $crate::__tests!(rules, Namespace:
@@ -354,9 +360,13 @@ macro_rules! __capability {
     (Server, plant) => {
         $crate::__tests!(steps, Server:
             a_marker_replaced_is_never_moved_back,
+            a_swap_under_a_planted_marker_keeps_its_check,
         );
     };
     (Namespace, marker) => {
+        $crate::__tests!(steps, Namespace:
+            a_swap_under_a_deleted_marker_keeps_its_check,
+        );
         $crate::__tests!(wipes, Namespace:
             a_marker_deleted_under_its_holder_issues_no_id_twice,
         );

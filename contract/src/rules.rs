@@ -7,7 +7,9 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use flakegen::clock::ManualClock;
-use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
+use flakegen::lease::backend::{
+    Expect, MarkerCheck, NewRecord, ReadCost, ReadRequest, Registry, Snapshot, TimeBase,
+};
 use flakegen::lease::inspect::Listing;
 use flakegen::lease::{Lease, LeaseError, LeaseState};
 use flakegen::{
@@ -871,6 +873,15 @@ impl Registry for SlowSwap {
             thread::sleep(TTL * 2);
         }
         swapped
+    }
+    fn time_base(&self) -> TimeBase {
+        self.0.time_base()
+    }
+    fn marker_check(&self) -> MarkerCheck {
+        self.0.marker_check()
+    }
+    fn read_cost(&self) -> ReadCost {
+        self.0.read_cost()
     }
 }
 

@@ -6,7 +6,9 @@
 use std::thread;
 use std::time::Duration;
 
-use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Record, Registry, TimeBase};
+use flakegen::lease::backend::{
+    Expect, MarkerCheck, NewRecord, ReadCost, ReadRequest, Record, Registry, TimeBase,
+};
 
 use crate::store::{SKEW, Store, namespace, now_ms};
 use crate::{Fixture, Wipe};
@@ -458,4 +460,131 @@ pub fn a_marker_replaced_is_never_moved_back(fixture: &dyn Fixture) {
         return;
     }
     panic!("{name}: planting a marker and marking over it took over 30 s, three times");
+}
+
+/// A marker planted over the one a record was written under (a failover,
+/// a restore): every write under the old marker keeps the check its
+/// registry declares ([`MarkerCheck`]). See
+/// [`a_swap_under_a_deleted_marker_keeps_its_check`] for a store whose
+/// marker is an object that can be deleted.
+pub fn a_swap_under_a_planted_marker_keeps_its_check(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let ns = namespace("step-planted-swap");
+    swaps_under_a_replaced_marker(&store, &ns, |marker| {
+        store.plant_marker(&ns, marker.max(now_ms()) + 1);
+    });
+}
+
+/// The marker deleted by hand under a record, and written again by a
+/// client that noticed: every write under the old marker keeps the check
+/// its registry declares ([`MarkerCheck`]).
+pub fn a_swap_under_a_deleted_marker_keeps_its_check(fixture: &dyn Fixture) {
+    let store = Store::new(fixture);
+    let ns = namespace("step-deleted-swap");
+    swaps_under_a_replaced_marker(&store, &ns, |_| store.wipe(Wipe::Marker(&ns)));
+}
+
+/// A holder's record under the marker, a second client's read of it, then
+/// the marker replaced (`replace`, given the old marker) and a new one
+/// written by a third client, as a build that noticed would: the second
+/// client's takeover and new record, both under the marker it read, are
+/// refused whatever the registry declares; the holder's own renewal too,
+/// where it declares [`MarkerCheck::InSwap`].
+fn swaps_under_a_replaced_marker(store: &Store<'_>, ns: &str, replace: impl FnOnce(u64)) {
+    let name = store.name();
+    let holder = store.registry();
+    let marker = marker(&*holder, ns);
+    let at = |version| Expect {
+        marker_unix_millis: marker,
+        version,
+    };
+    assert!(
+        holder
+            .swap(ns, 0, at(None), &held("a", 41, 1_000))
+            .unwrap()
+            .is_some(),
+        "{name}: swap did not create a record under the marker in force"
+    );
+    let taker = store.registry();
+    let read = taker
+        .read(ns, &ReadRequest::new(2).prefer(Some(0)))
+        .unwrap();
+    assert_eq!(read.marker_unix_millis, Some(marker), "{name}: read");
+    replace(marker);
+    // A new marker, later than the old by the registry's clock.
+    thread::sleep(Duration::from_millis(2));
+    let new = store.registry().mark(ns).unwrap();
+    assert_ne!(new, marker, "{name}: mark kept a marker that was replaced");
+
+    assert!(
+        taker
+            .swap(ns, 0, at(Some(41)), &held("b", 42, 2_000))
+            .unwrap()
+            .is_none(),
+        "{name}: swap took a record over under a marker replaced since the taker read it \
+         ({marker}, where {new} is in force): a takeover confirms the marker in force, \
+         whatever the registry's MarkerCheck"
+    );
+    assert!(
+        taker
+            .swap(ns, 1, at(None), &held("b", 43, 2_000))
+            .unwrap()
+            .is_none(),
+        "{name}: swap created a record under a marker replaced since the writer read it \
+         ({marker}, where {new} is in force)"
+    );
+    let renewed = holder
+        .swap(ns, 0, at(Some(41)), &held("a", 44, 3_000))
+        .unwrap();
+    if holder.marker_check() == MarkerCheck::InSwap {
+        assert!(
+            renewed.is_none(),
+            "{name}: swap renewed a record under a marker replaced since it was written \
+             ({marker}, where {new} is in force), and the registry declares \
+             MarkerCheck::InSwap: check the marker in the write's atomic step, or declare \
+             MarkerCheck::ConfirmedFirst and keep its rules"
+        );
+    }
+}
+
+/// A read costs what the registry declares ([`ReadCost`]): from a namespace
+/// of 200 held records, a [`ReadCost::Bounded`] read with a full probe
+/// returns at most [`ReadCost::BOUND`] of them, and a
+/// [`ReadCost::EveryRecord`] read returns all of them, as it fetches them.
+pub fn a_read_costs_what_its_registry_declares(fixture: &dyn Fixture) {
+    const HELD: u64 = 200;
+    let store = Store::new(fixture);
+    let name = store.name();
+    let registry = store.registry();
+    let ns = namespace("step-read-cost");
+    let marker = marker(&*registry, &ns);
+    for worker in 0..HELD {
+        let expect = Expect {
+            marker_unix_millis: marker,
+            version: None,
+        };
+        assert!(
+            registry
+                .swap(&ns, worker, expect, &held("a", 51, 1_000))
+                .unwrap()
+                .is_some(),
+            "{name}: swap did not create record {worker}"
+        );
+    }
+    let request = ReadRequest::new(1024).probe(64..64 + ReadRequest::MAX_PROBE);
+    let read = registry.read(&ns, &request).unwrap().records.len();
+    match registry.read_cost() {
+        ReadCost::Bounded => assert!(
+            read <= ReadCost::BOUND,
+            "{name}: read returned {read} records of a namespace of {HELD}, and the registry \
+             declares ReadCost::Bounded (at most {}): return what an acquisition chooses \
+             from, or declare ReadCost::EveryRecord",
+            ReadCost::BOUND
+        ),
+        _ => assert_eq!(
+            read, HELD as usize,
+            "{name}: read returned {read} records of a namespace of {HELD}, and the registry \
+             declares ReadCost::EveryRecord"
+        ),
+    }
 }

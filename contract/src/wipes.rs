@@ -207,8 +207,8 @@ pub fn a_wipe_of_a_record_issues_no_id_twice(fixture: &dyn Fixture) {
 /// new build for the same id (a layout of one): no ID is issued twice.
 ///
 /// A registry whose swap checks the marker with the record, in one step,
-/// ends the holder's lease at its next renewal. One that cannot (the
-/// second form of `Registry::swap`'s obligation: Kubernetes) lets the
+/// ends the holder's lease at its next renewal. One that cannot
+/// (`MarkerCheck::ConfirmedFirst`: Kubernetes) lets the
 /// holder renew its record, now void, until the new build takes it over
 /// by a compare-and-set on that same record, past the fence the holder
 /// last confirmed; the holder's next renewal then fails, and it stops at

@@ -11,7 +11,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use flakegen::lease::LeaseError;
-use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Record, Registry, Snapshot};
+use flakegen::lease::backend::{
+    Expect, MarkerCheck, NewRecord, ReadCost, ReadRequest, Record, Registry, Snapshot,
+};
 use flakegen_contract::{Fixture, Wipe};
 
 /// The one promise a registry breaks.
@@ -40,6 +42,17 @@ enum Break {
     /// `read` returns the records that decide a choice, and of the probe's
     /// only those: the held ones below the high-water mark are left out.
     ReadsPastTheProbe,
+    /// `read` returns every record, and the registry declares
+    /// `ReadCost::Bounded`.
+    DeclaresABoundedRead,
+    /// `swap` lets a holder renew its record under the marker it was
+    /// written under, after that marker was replaced, and the registry
+    /// declares `MarkerCheck::InSwap`.
+    RenewsUnderAReplacedMarker,
+    /// `swap` lets any write over a record compare the record's marker
+    /// alone, a takeover too: `MarkerCheck::ConfirmedFirst`, declared and
+    /// not kept.
+    TakesOverUnderAReplacedMarker,
 }
 
 /// A namespace's data: its marker and high-water mark, and its records by
@@ -157,7 +170,19 @@ impl Registry for Map {
     ) -> Result<Option<u64>, LeaseError> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let ns = state.namespaces.entry(namespace.to_owned()).or_default();
-        if self.broken != Break::SwapIgnoresMarker && ns.marker != Some(expect.marker_unix_millis) {
+        let under_its_marker = ns.records.get(&worker).is_some_and(|r| {
+            r.marker_unix_millis == expect.marker_unix_millis
+                && (r.holder == record.holder
+                    || self.broken == Break::TakesOverUnderAReplacedMarker)
+        });
+        let marker_checked = ns.marker == Some(expect.marker_unix_millis)
+            || self.broken == Break::SwapIgnoresMarker
+            || (under_its_marker
+                && matches!(
+                    self.broken,
+                    Break::RenewsUnderAReplacedMarker | Break::TakesOverUnderAReplacedMarker
+                ));
+        if !marker_checked {
             return Ok(None);
         }
         let current = ns.records.get(&worker).map(|r| r.version);
@@ -192,6 +217,23 @@ impl Registry for Map {
             now
         }))
     }
+
+    fn marker_check(&self) -> MarkerCheck {
+        if self.broken == Break::TakesOverUnderAReplacedMarker {
+            MarkerCheck::ConfirmedFirst
+        } else {
+            MarkerCheck::InSwap
+        }
+    }
+
+    // Every record, as its `read` returns them.
+    fn read_cost(&self) -> ReadCost {
+        if self.broken == Break::DeclaresABoundedRead {
+            ReadCost::Bounded
+        } else {
+            ReadCost::EveryRecord
+        }
+    }
 }
 
 impl Fixture for Map {
@@ -223,6 +265,16 @@ impl Fixture for Map {
             other => panic!("no such wipe: {other:?}"),
         }
     }
+
+    fn plant_marker(&self, namespace: &str, marker_unix_millis: u64) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .namespaces
+            .entry(namespace.to_owned())
+            .or_default()
+            .marker = Some(marker_unix_millis);
+        true
+    }
 }
 
 /// A storage rule of the kit, by name.
@@ -231,7 +283,7 @@ type Rule = (&'static str, fn(&dyn Fixture));
 /// What each storage rule said of the registry: its panic message, or
 /// `None` where it passed.
 fn verdicts(broken: Break) -> Vec<(&'static str, Option<String>)> {
-    let rules: [Rule; 6] = [
+    let rules: [Rule; 8] = [
         (
             "swap_writes_only_at_the_version_it_names",
             flakegen_contract::steps::swap_writes_only_at_the_version_it_names,
@@ -255,6 +307,14 @@ fn verdicts(broken: Break) -> Vec<(&'static str, Option<String>)> {
         (
             "a_mark_after_a_wipe_is_no_earlier_than_the_wipe",
             flakegen_contract::steps::a_mark_after_a_wipe_is_no_earlier_than_the_wipe,
+        ),
+        (
+            "a_read_costs_what_its_registry_declares",
+            flakegen_contract::steps::a_read_costs_what_its_registry_declares,
+        ),
+        (
+            "a_swap_under_a_planted_marker_keeps_its_check",
+            flakegen_contract::steps::a_swap_under_a_planted_marker_keeps_its_check,
         ),
     ];
     rules
@@ -355,6 +415,30 @@ fn a_read_that_leaves_out_the_probe_is_caught() {
     caught(
         Break::ReadsPastTheProbe,
         "read left out a record of the probe",
+    );
+}
+
+#[test]
+fn a_bounded_read_declared_and_not_kept_is_caught() {
+    caught(
+        Break::DeclaresABoundedRead,
+        "the registry declares ReadCost::Bounded",
+    );
+}
+
+#[test]
+fn a_renewal_under_a_replaced_marker_in_a_registry_that_checks_it_in_the_swap_is_caught() {
+    caught(
+        Break::RenewsUnderAReplacedMarker,
+        "swap renewed a record under a marker replaced since it was written",
+    );
+}
+
+#[test]
+fn a_takeover_that_skips_the_markers_confirmation_is_caught() {
+    caught(
+        Break::TakesOverUnderAReplacedMarker,
+        "swap took a record over under a marker replaced since the taker read it",
     );
 }
 

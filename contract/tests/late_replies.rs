@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry, Snapshot};
+use flakegen::lease::backend::{Expect, NewRecord, ReadCost, ReadRequest, Registry, Snapshot};
 use flakegen::lease::{LeaseError, MemoryRegistry};
 use flakegen_contract::{Fixture, Wipe};
 
@@ -56,6 +56,10 @@ impl Registry for LateReplies {
             *flight.count.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
         }
         Ok(wrote)
+    }
+
+    fn read_cost(&self) -> ReadCost {
+        self.memory.read_cost()
     }
 }
 

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
-use super::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
+use super::{
+    Expect, LeaseError, MarkerCheck, NewRecord, ReadCost, ReadRequest, Registry, Snapshot, TimeBase,
+};
 
 /// One kind of registry flakegen knows: [`REGISTRIES`] lists them all,
 /// built in or not.
@@ -35,6 +37,11 @@ pub struct RegistryKind {
     /// every registry to these, and `flakegen leases check` reckons a
     /// registry's distance with them.
     pub round_trips: RoundTrips,
+    /// What a read costs the server, as the registry declares it
+    /// ([`Registry::read_cost`]): the operator's figure for a fleet that
+    /// builds and heals at once. `tests/round_trips.rs` holds each
+    /// registry to its row.
+    pub read_cost: ReadCost,
     open: Option<Opener>,
 }
 
@@ -129,6 +136,7 @@ pub const REGISTRIES: &[RegistryKind] = &[
             release: 1,
             read: 2,
         },
+        read_cost: ReadCost::Bounded,
         open: opener!("mysql", mysql::MysqlRegistry),
     },
     RegistryKind {
@@ -151,6 +159,7 @@ pub const REGISTRIES: &[RegistryKind] = &[
             release: 1,
             read: 1,
         },
+        read_cost: ReadCost::Bounded,
         open: opener!("postgres", postgres::PostgresRegistry),
     },
     RegistryKind {
@@ -172,6 +181,7 @@ pub const REGISTRIES: &[RegistryKind] = &[
             release: 1,
             read: 1,
         },
+        read_cost: ReadCost::Bounded,
         open: opener!("redis", redis::RedisRegistry),
     },
     RegistryKind {
@@ -194,6 +204,7 @@ pub const REGISTRIES: &[RegistryKind] = &[
             release: 1,
             read: 1,
         },
+        read_cost: ReadCost::Bounded,
         open: opener!("etcd", etcd::EtcdRegistry),
     },
     RegistryKind {
@@ -217,6 +228,7 @@ pub const REGISTRIES: &[RegistryKind] = &[
             release: 1,
             read: 1,
         },
+        read_cost: ReadCost::EveryRecord,
         open: opener!("kubernetes", kubernetes::KubernetesRegistry),
     },
 ];
@@ -299,6 +311,14 @@ impl Registry for Reopening {
 
     fn time_base(&self) -> TimeBase {
         self.registry.time_base()
+    }
+
+    fn marker_check(&self) -> MarkerCheck {
+        self.registry.marker_check()
+    }
+
+    fn read_cost(&self) -> ReadCost {
+        self.registry.read_cost()
     }
 
     #[cfg(feature = "inspect")]

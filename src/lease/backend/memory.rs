@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 #[cfg(feature = "inspect")]
 use super::inspect::{Inspect, Listing, Survey, Transport};
-use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, said};
+use super::{
+    Expect, LeaseError, NewRecord, ReadCost, ReadRequest, Record, Registry, Snapshot, said,
+};
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
 
@@ -349,6 +351,11 @@ impl Registry for MemoryRegistry {
     #[cfg(feature = "inspect")]
     fn inspect(&self) -> Option<&dyn Inspect> {
         Some(self)
+    }
+
+    // Every record of the namespace, in this process's memory.
+    fn read_cost(&self) -> ReadCost {
+        ReadCost::EveryRecord
     }
 
     /// The same store: it lives in this process, and a copy of the process

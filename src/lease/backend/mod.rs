@@ -120,7 +120,7 @@ pub(crate) use self::record::RecordState;
 pub use self::record::{Expect, NewRecord, Record};
 
 pub(crate) use self::budget::DEFAULT_TIMEOUT;
-pub use self::capability::TimeBase;
+pub use self::capability::{MarkerCheck, ReadCost, TimeBase};
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
 /// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry`, `EtcdRegistry` and
@@ -146,10 +146,16 @@ pub use self::capability::TimeBase;
 ///   docs](self#what-a-store-must-provide-and-why).
 /// - **Bounded calls.** Every call finishes or fails within the registry's
 ///   timeout, measured on the client, whatever the server does.
-/// - **Cheap at any scale.** A [`read`](Self::read) costs what the live
-///   holders cost, not what the id space or every record ever written would:
-///   it returns the few records an acquisition chooses from, not all of them.
-///   No call holds a shared server (a Redis) for more than a millisecond.
+/// - **Cheap at any scale, or saying what it costs.** A [`read`](Self::read)
+///   costs what the live holders cost, not what the id space or every record
+///   ever written would: it returns the few records an acquisition chooses
+///   from, not all of them. A store that cannot ask for so few (Kubernetes'
+///   LIST) declares it ([`ReadCost::EveryRecord`]). No call holds a shared
+///   server (a Redis) for more than a millisecond.
+///
+/// Where stores differ, a registry declares which it is, and the contract
+/// suite holds it to that: [`time_base`](Self::time_base),
+/// [`marker_check`](Self::marker_check), [`read_cost`](Self::read_cost).
 ///
 /// Implement it to keep leases somewhere else, and prove it with the
 /// contract suite that flakegen's own registries pass: the
@@ -191,9 +197,9 @@ pub trait Registry: Send + Sync + 'static {
     ///    racing it, shows in the snapshot: flakegen then reads again
     ///    (`builds_racing_in_a_new_namespace_each_get_an_id`).
     ///
-    /// [`Snapshot::records`] may hold any other records of the namespace
-    /// below `workers` (all of them, for a registry that can afford it);
-    /// those above are ignored. Which id is free, and where its lease
+    /// [`Snapshot::records`] may hold other records of the namespace below
+    /// `workers`, as many as [`read_cost`](Self::read_cost) declares
+    /// (`a_read_costs_what_its_registry_declares`); those above are ignored. Which id is free, and where its lease
     /// starts, flakegen decides from these: a registry computes nothing of
     /// it, and keeps no state for it beyond the records and the marker.
     ///
@@ -231,21 +237,12 @@ pub trait Registry: Send + Sync + 'static {
     /// Returns the server's clock when it wrote (ms since 1970, rounded
     /// down), or `None` if it did not write.
     ///
-    /// **A store that cannot compare two objects in one step** (Kubernetes'
-    /// API: one object per compare-and-set) may keep a second form of the
-    /// marker's check instead. A write over the record by its own holder
-    /// (a renewal, or its release), under the marker the record was written
-    /// under, may compare the record's version alone; every other write
-    /// (a takeover, a new record) first confirms the marker in force on the
-    /// server. What keeps holders apart then: a holder whose marker was
-    /// replaced while its record stayed may go on renewing, but every
-    /// reader sees its record as void, fenced by the loss rule, and whoever
-    /// takes the id over does so by a compare-and-set on that same record:
-    /// either the old holder's renewal came first, and the takeover fails and
-    /// reads its fence again, or the takeover came first, and the old
-    /// holder's next write fails, and it stops at a fence the taker already
-    /// starts past. A record deleted and written again is a new object (a
-    /// new uid, in Kubernetes), never one a holder's write can land on.
+    /// The marker is checked in the same atomic step, or, for a store that
+    /// compares one object at a time, as its [`marker_check`](Self::marker_check)
+    /// declares ([`MarkerCheck::ConfirmedFirst`];
+    /// `swap_writes_only_under_the_marker_in_force`,
+    /// `a_swap_under_a_planted_marker_keeps_its_check`,
+    /// `a_swap_under_a_deleted_marker_keeps_its_check`).
     ///
     /// # Errors
     ///
@@ -263,6 +260,18 @@ pub trait Registry: Send + Sync + 'static {
     /// [`TimeBase::Server`].
     fn time_base(&self) -> TimeBase {
         TimeBase::Server
+    }
+
+    /// How [`swap`](Self::swap) checks the marker. Default:
+    /// [`MarkerCheck::InSwap`], in the same atomic step as the version.
+    fn marker_check(&self) -> MarkerCheck {
+        MarkerCheck::InSwap
+    }
+
+    /// What a [`read`](Self::read) costs the server. Default:
+    /// [`ReadCost::Bounded`], a few records whatever the namespace holds.
+    fn read_cost(&self) -> ReadCost {
+        ReadCost::Bounded
     }
 
     /// What the registry can show an operator, if it can: see [`Inspect`].
@@ -301,6 +310,12 @@ macro_rules! forward_registry {
             }
             fn time_base(&self) -> TimeBase {
                 (**self).time_base()
+            }
+            fn marker_check(&self) -> MarkerCheck {
+                (**self).marker_check()
+            }
+            fn read_cost(&self) -> ReadCost {
+                (**self).read_cost()
             }
             #[cfg(feature = "inspect")]
             fn inspect(&self) -> Option<&dyn Inspect> {

@@ -20,7 +20,8 @@ use self::history::Seen;
 use self::objects::{Filed, Marker, Names, Object};
 use super::remote::Remote;
 use super::{
-    Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase, check_namespace,
+    Expect, LeaseError, MarkerCheck, NewRecord, ReadCost, ReadRequest, Registry, Snapshot,
+    TimeBase, check_namespace,
 };
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};
@@ -58,7 +59,7 @@ use crate::clock::{Clock, SystemClock};
 ///
 /// Kubernetes compares one object at a time, so a swap cannot check the
 /// marker in the same step as the record, as the trait asks
-/// (the second form of its obligation, in [`Registry::swap`]). What
+/// ([`MarkerCheck::ConfirmedFirst`]). What
 /// keeps IDs apart instead:
 ///
 /// - A write of a record that is not its own holder's renewal, and every
@@ -445,6 +446,17 @@ impl Registry for KubernetesRegistry {
 
     fn time_base(&self) -> TimeBase {
         TimeBase::Client
+    }
+
+    // One object per compare-and-set: see `swap`.
+    fn marker_check(&self) -> MarkerCheck {
+        MarkerCheck::ConfirmedFirst
+    }
+
+    // A LIST of the namespace's Leases: the API's label selectors cannot
+    // ask for the earliest fence or an expiry, which live in annotations.
+    fn read_cost(&self) -> ReadCost {
+        ReadCost::EveryRecord
     }
 
     #[cfg(feature = "inspect")]
