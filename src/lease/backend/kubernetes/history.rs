@@ -239,4 +239,27 @@ mod tests {
         // The marker's own version going down voids it too.
         assert!(seen.marker_read("ns", Some(&marker(200, 20))).is_none());
     }
+
+    /// A restore in steady state: every id lies below the high-water
+    /// mark, so the marker's Lease was not written between the snapshot
+    /// and the restore, and only a record's version goes down. That alone
+    /// voids the marker, read again at the very version it had.
+    #[test]
+    fn a_record_gone_down_voids_the_marker_its_lease_kept() {
+        let mut seen = Seen::default();
+        assert!(seen.marker_read("ns", Some(&marker(100, 50))).is_some());
+        seen.record_seen("ns", &record(100, 60), Duration::ZERO);
+        seen.record_seen("ns", &record(100, 61), Duration::ZERO);
+        assert!(seen.marker("ns").is_some());
+        seen.record_seen("ns", &record(100, 55), Duration::ZERO);
+        assert!(seen.marker("ns").is_none(), "the restore went unseen");
+        assert!(
+            seen.marker_read("ns", Some(&marker(100, 50))).is_none(),
+            "the marker's Lease, unchanged by the restore, was taken as in force"
+        );
+        // A record of another marker going down voids nothing of this one.
+        assert!(seen.marker_read("ns", Some(&marker(200, 51))).is_some());
+        seen.record_seen("ns", &record(100, 54), Duration::ZERO);
+        assert!(seen.marker("ns").is_some());
+    }
 }
