@@ -375,6 +375,19 @@ fn a_renewal_chosen_as_a_deadlocks_victim_is_made_again() {
         matches!(renewed, Ok(Some(_))),
         "a renewal rolled back as a deadlock's victim was not made again: {renewed:?}"
     );
+    // Confirmed only if it landed: a renewal reported landed that left the
+    // record at its old version leaves its holder past the fence stored.
+    let snapshot = registry
+        .read(
+            &ns,
+            &flakegen::lease::backend::ReadRequest::new(1).prefer(Some(0)),
+        )
+        .unwrap();
+    let record = snapshot.records.iter().find(|r| r.worker == 0).unwrap();
+    assert_eq!(
+        record.version, 2,
+        "a renewal reported landed after a deadlock left the record as it was: {record:?}"
+    );
 }
 
 /// A namespace's marker written while InnoDB rolls back its statement as
