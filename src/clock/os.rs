@@ -152,12 +152,16 @@ mod imp {
 pub(crate) fn tsc_is_invariant() -> bool {
     use core::arch::x86_64::__cpuid;
 
-    // CPUID (safe to call on every x86_64 CPU) leaf 0x8000_0000 gives the
-    // highest extended leaf; EDX bit 8 of leaf 0x8000_0007 is "invariant TSC".
-    if __cpuid(0x8000_0000).eax < 0x8000_0007 {
+    // CPUID leaf 0x8000_0000 gives the highest extended leaf; EDX bit 8 of
+    // leaf 0x8000_0007 is "invariant TSC".
+    // SAFETY: every x86_64 CPU has CPUID. Rust before 1.87 (the MSRV is
+    // 1.85) declares `__cpuid` unsafe; later ones, safe.
+    #[allow(unused_unsafe)]
+    let cpuid = |leaf| unsafe { __cpuid(leaf) };
+    if cpuid(0x8000_0000).eax < 0x8000_0007 {
         return false;
     }
-    let invariant = __cpuid(0x8000_0007).edx & (1 << 8) != 0;
+    let invariant = cpuid(0x8000_0007).edx & (1 << 8) != 0;
     if !invariant {
         return false;
     }
