@@ -55,9 +55,10 @@ use flakegen::clock::{CoarseClock, ManualClock, MonotonicClock};
 use flakegen::clock::{SyscallClock, TscClock};
 use flakegen::lease::{Lease, MemoryRegistry};
 use flakegen::{Builder, Clock, IdGenerator, Layout, Snowflake, Strategy, SystemClock};
+use flakegen_benches::verdict;
 use support::costly::CostlyClock;
 use support::peer::{ClockCas, PeerClock};
-use support::{cpu, environment, floor, latency};
+use support::{cpu, environment, figures, floor, latency};
 
 const THREADS: [usize; 3] = [1, 2, 4];
 
@@ -643,5 +644,30 @@ fn main() {
     }
     if filter.as_deref().is_none_or(|f| f == "latency") {
         latency::report(window);
+    }
+    // What the whole run means for the user's choice: its last lines.
+    if filter.is_none() {
+        say_verdict(window);
+    }
+}
+
+/// Prints the verdict on this run's figures and saves it as
+/// `target/criterion/verdict.json`.
+fn say_verdict(window: Duration) {
+    let dir = environment::criterion_dir();
+    let Some(figures) = figures::gather(&dir, window) else {
+        println!(
+            "\nverdict: a report of this run is missing from {}",
+            dir.display()
+        );
+        return;
+    };
+    match verdict::verdict(&figures) {
+        Some(verdict) => {
+            print!("{}", verdict.said(&figures));
+            let json = format!("{:#}\n", verdict.json(&figures));
+            let _ = std::fs::write(dir.join("verdict.json"), json);
+        }
+        None => println!("\nverdict: the floor report lacks a strategy's figure"),
     }
 }
