@@ -73,7 +73,7 @@ pub enum ReadCost {
 
 impl ReadCost {
     /// The most records a [`Bounded`](Self::Bounded) read returns: a
-    /// probe's worth ([`ReadRequest::MAX_PROBE`](super::ReadRequest::MAX_PROBE)),
+    /// probe's worth (64, [`ReadRequest::MAX_PROBE`](super::ReadRequest::MAX_PROBE)),
     /// and the few that decide a choice.
-    pub const BOUND: usize = super::ReadRequest::MAX_PROBE as usize + 8;
+    pub const BOUND: usize = 72;
 }

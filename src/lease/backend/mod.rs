@@ -454,6 +454,11 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_bounded_read_holds_a_probe_and_the_records_that_decide() {
+        assert_eq!(ReadCost::BOUND as u64, ReadRequest::MAX_PROBE + 8);
+    }
+
+    #[test]
     fn namespaces_that_cannot_be_keys_are_refused() {
         assert!(check_namespace("orders").is_ok());
         for bad in ["", "a{b}", "tab\there", " a", "a ", &"x".repeat(201)] {
