@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use flakegen::lease::backend::{ReadRequest, Registry, TimeBase};
-use flakegen::lease::inspect::{Condition, Inspect, Severity, Transport, Verified};
+use flakegen::lease::inspect::{Condition, Inspect, ServerClock, Severity, Transport, Verified};
 use flakegen::lease::{ClockVerdict, Lease, LeaseError, REGISTRIES};
 
 use crate::Failed;
@@ -202,7 +202,7 @@ fn with_registry(args: &Args, registry: Arc<dyn Registry>, findings: &mut Findin
     );
     transport(survey.transport, registry_host(&args.url), findings);
     marker(args, inspect, findings);
-    write_test(args, &registry, findings);
+    write_test(args, &registry, survey.clock, findings);
     distance(args, &lease, &registry, findings);
     for caveat in survey.caveats {
         findings.add(
@@ -277,7 +277,12 @@ fn registry_host(url: &str) -> &str {
 /// a marker written where none is in force, which is safe: it is no
 /// earlier than any loss), in the check's own namespace; and the clock, as
 /// that read found it.
-fn write_test(args: &Args, registry: &Arc<dyn Registry>, findings: &mut Findings) {
+fn write_test(
+    args: &Args,
+    registry: &Arc<dyn Registry>,
+    server_clock: Option<ServerClock>,
+    findings: &mut Findings,
+) {
     let ns = CHECK_NAMESPACE;
     // The host's clock, around the read, as the generators here read it.
     let here = || show::unix_millis(SystemTime::now()).saturating_add_signed(args.clock_offset_ms);
@@ -287,17 +292,32 @@ fn write_test(args: &Args, registry: &Arc<dyn Registry>, findings: &mut Findings
         Err(e) => return findings.fail(&e),
     };
     let after = here();
-    match registry.time_base() {
-        TimeBase::Client => findings.add(
-            Level::Ok,
-            "clock",
-            format!(
-                "the store has no clock: expiry, and a loss's moment, are judged by each \
-                 host's own, and nothing checks one host's against another's: keep every \
-                 host's clock within the skew allowance ({} ms) of the others (NTP, chrony)",
-                args.skew_ms
-            ),
-        ),
+    match (registry.time_base(), server_clock) {
+        (TimeBase::Client, reading) => {
+            findings.add(
+                Level::Ok,
+                "clock",
+                format!(
+                    "the store has no clock: expiry, and a loss's moment, are judged by each \
+                     host's own, and nothing checks one host's against another's: keep every \
+                     host's clock within the skew allowance ({} ms) of the others (NTP, chrony)",
+                    args.skew_ms
+                ),
+            );
+            // Its server shows one all the same: a host far from it is far
+            // from the others too.
+            if let Some(c) = reading {
+                let here = |ms: u64| ms.saturating_add_signed(args.clock_offset_ms);
+                let half = c.resolution_millis / 2;
+                clock(
+                    args,
+                    c.unix_millis + half,
+                    here(c.before_unix_millis).saturating_sub(half),
+                    here(c.after_unix_millis) + half,
+                    findings,
+                );
+            }
+        }
         _ => clock(args, snapshot.server_unix_millis, before, after, findings),
     }
     let written = Lease::new(Arc::clone(registry), ns).test_write();

@@ -9,7 +9,7 @@ use core::fmt;
 use crate::clock::units::Moment;
 
 pub use super::backend::inspect::{
-    Caveat, Inspect, Listing, Severity, Survey, Transport, Verified,
+    Caveat, Inspect, Listing, ServerClock, Severity, Survey, Transport, Verified,
 };
 
 /// What a namespace's [`Listing`] says of it, as the loss rule reads it:

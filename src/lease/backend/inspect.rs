@@ -70,14 +70,47 @@ pub struct Survey {
     pub transport: Transport,
     /// What stands between the server and the generators that rely on it.
     pub caveats: Vec<Caveat>,
+    /// The server's own clock, where leasing does not read it
+    /// ([`TimeBase::Client`](super::TimeBase::Client)) but the server shows
+    /// one: a tool judges this host's clock against it as leasing judges a
+    /// holder's ([`ClockVerdict`](crate::lease::ClockVerdict)).
+    pub clock: Option<ServerClock>,
 }
 
 #[cfg(feature = "inspect")]
 impl Survey {
     /// A survey of a connection over `transport`, with `caveats`.
     pub fn new(transport: Transport, caveats: Vec<Caveat>) -> Self {
-        Survey { transport, caveats }
+        Survey {
+            transport,
+            caveats,
+            clock: None,
+        }
     }
+
+    /// The same survey, with a reading of the server's clock.
+    #[must_use]
+    pub fn with_clock(mut self, clock: ServerClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+}
+
+#[cfg(feature = "inspect")]
+/// One reading of a server's clock, and this host's around it: what
+/// [`Survey::clock`] holds. All in ms since 1970.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerClock {
+    /// The server's clock as it said it, rounded down to `resolution_millis`
+    /// (an HTTP `Date` header: to the second).
+    pub unix_millis: u64,
+    /// How coarse the reading is: the server's clock was in
+    /// `unix_millis..unix_millis + resolution_millis`.
+    pub resolution_millis: u64,
+    /// This host's clock before the request that read it.
+    pub before_unix_millis: u64,
+    /// This host's clock after its answer.
+    pub after_unix_millis: u64,
 }
 
 #[cfg(feature = "inspect")]

@@ -1,16 +1,16 @@
 //! What a Kubernetes registry shows an operator: a namespace's records, the
 //! verbs its token may use on Leases (asked of the server itself, which
-//! needs no right), the server's version, and its clock against this
-//! host's.
+//! needs no right), the server's version, and a reading of its clock.
 
 use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport, Verified};
+use super::super::inspect::{
+    Caveat, Inspect, Listing, ServerClock, Severity, Survey, Transport, Verified,
+};
 use super::objects::{self, MANAGED_BY};
 use super::{KubernetesRegistry, now_ms};
-use crate::lease::Lease;
 use crate::lease::backend::LeaseError;
 
 /// The verbs leasing uses on Leases, as the guide's Role grants them.
@@ -58,7 +58,9 @@ impl Inspect for KubernetesRegistry {
 
     fn survey(&self) -> Result<Survey, LeaseError> {
         let mut caveats = Vec::new();
+        let before = now_ms();
         let version = self.request("GET", "/version", None)?;
+        let after = now_ms();
         if version.status == 200 {
             caveats.push(Caveat {
                 topic: "topology",
@@ -130,36 +132,18 @@ impl Inspect for KubernetesRegistry {
                     .to_owned(),
             }
         });
-        // The server's clock, to the second: the one it shows.
-        if let Some(server) = version.date.as_deref().and_then(http_date_millis) {
-            let here = now_ms();
-            let (ahead, by) = if here >= server {
-                ("ahead of", here - server)
-            } else {
-                ("behind", server - here)
-            };
-            // The header is to the second: up to a second of the gap is its
-            // rounding.
-            let beyond = by.saturating_sub(1_000);
-            let skew = crate::clock::units::millis(Lease::DEFAULT_SKEW);
-            caveats.push(Caveat {
-                topic: "clock",
-                setting: format!(
-                    "this host's clock is {by} ms {ahead} the API server's (its Date \
-                     header, to the second)"
-                ),
-                severity: if beyond > skew / 2 {
-                    Severity::Danger
-                } else {
-                    Severity::Note
-                },
-                advice: format!(
-                    "leases on Kubernetes are judged by the hosts' clocks, which must keep \
-                     within the skew allowance ({skew} ms by default) of each other: run NTP"
-                ),
-            });
-        }
-        Ok(Survey::new(Transport::Tls(Verified::Full), caveats))
+        let survey = Survey::new(Transport::Tls(Verified::Full), caveats);
+        // The server's clock, to the second (its Date header): leasing
+        // judges expiry by the hosts' clocks, which a tool checks against it.
+        Ok(match version.date.as_deref().and_then(http_date_millis) {
+            Some(unix_millis) => survey.with_clock(ServerClock {
+                unix_millis,
+                resolution_millis: 1_000,
+                before_unix_millis: before,
+                after_unix_millis: after,
+            }),
+            None => survey,
+        })
     }
 }
 
