@@ -13,16 +13,17 @@ use super::EtcdRegistry;
 use super::known::Known;
 use crate::lease::backend::LeaseError;
 
-/// What each failure's message tells a user to check, in this registry's
-/// own URL terms.
 /// How much longer than a call's bound a connection that logs in may take
-/// to open. A login costs the member a bcrypt hash of the password (about
-/// 70 ms of its CPU at etcd's default cost), and logins at once share the
-/// members' cores, so each takes about as long as all: 128 at once take
-/// about 6 s on two cores, and would all time out together at the call's
-/// bound of 3 s.
+/// to open. A login costs the member a bcrypt hash of the password, and
+/// logins at once share the members' cores, so each takes about as long as
+/// all: a fleet's first builds, all at once, would otherwise time out
+/// together at the call's bound.
+// Measured on a 2-core VM running all three members: 128 logins at once
+// took about 6 s, against the call's bound of 3 s.
 const LOGIN_ALLOWANCE: Duration = Duration::from_secs(12);
 
+// What each failure's message tells a user to check, in this registry's own
+// URL terms.
 pub(super) const TLS_FIX: &str = "check the CA file (sslrootcert=<file>; the system's CAs without one), \
      that the members' certificates name the hosts in the URL, and that the ports take TLS";
 pub(super) const TLS_REQUIRED_FIX: &str = "use an etcds:// URL";
@@ -40,11 +41,9 @@ impl EtcdRegistry {
     /// authenticates (etcd's auth); the user's role needs `readwrite` on
     /// the prefix. It logs in once, and its new connections carry the token
     /// where the cluster signs them (`--auth-token jwt,...`). A login costs
-    /// the member a bcrypt hash (about 70 ms of its CPU at the default
-    /// cost), so many clients that start at once queue on it: a login may
-    /// take 12 s past the call's timeout while the cluster has a leader (128
-    /// first builds at once, on two cores that also run all three members:
-    /// 32 s, every one leased). etcd's JSON gateway takes no client
+    /// the member a bcrypt hash of the password, so many clients that start
+    /// at once queue on it: a login may take 12 s past the call's timeout
+    /// while the cluster has a leader. etcd's JSON gateway takes no client
     /// certificate in place of a login.
     ///
     /// # Errors
