@@ -13,8 +13,8 @@ use mysql_async::{Opts, Row};
 use self::errors::{DEADLOCK_RETRIES, deadlocked};
 use self::session::{Session, results};
 use self::statements::{
-    CANDIDATES, HEAD, LANDED, MARK, MARK_IN_FORCE, NOW, RAISE, SENTINEL, SWAP_ADOPT, SWAP_INSERT,
-    SWAP_UPDATE, Value, bind,
+    Candidates, MARK, MARK_IN_FORCE, NOW, SENTINEL, Write, candidates, head, landed, raise,
+    swap_adopt, swap_insert, swap_update,
 };
 use super::inspect::Verified;
 use super::remote::{Failure, Remote};
@@ -197,31 +197,12 @@ impl Registry for MysqlRegistry {
                 let in_play = |id: i64| if id < workers { id } else { -1 };
                 // The server's clock, and the marker unless a restore voided
                 // it, then the candidates under it: one round trip.
-                let marker = Value::Sql("COALESCE(@flakegen_marker, -1)");
-                let now = Value::Sql("@flakegen_now");
-                let (ns_, workers_) = (Value::Text(&ns), Value::Int(workers));
-                let high = bind("IF(@flakegen_high < ?, @flakegen_high, -1)", &[workers_]);
-                let candidates = bind(
-                    &CANDIDATES,
-                    &[
-                        ns_,
-                        marker,
-                        workers_,
-                        ns_,
-                        marker,
-                        now,
-                        workers_,
-                        ns_,
-                        Value::Int(in_play(prefer)),
-                        Value::Sql("@flakegen_in_play_high"),
-                        Value::Int(from),
-                        Value::Int(to),
-                    ],
-                );
-                let sql = format!(
-                    "{}; SET @flakegen_in_play_high := {high}; {candidates}",
-                    bind(&HEAD, &[ns_])
-                );
+                let asked = Candidates {
+                    workers,
+                    prefer: in_play(prefer),
+                    probe: (from, to),
+                };
+                let sql = format!("{}; {}", head(&ns), candidates(&ns, &asked));
                 let mut sets = results(&mut conn, &sql).await?.into_iter();
                 // SET, SELECT INTO, the head, SET, the candidates.
                 let (head, rows) = (sets.nth(2), sets.nth(1));
@@ -295,54 +276,33 @@ impl Registry for MysqlRegistry {
                 // the statements; what they wrote: one round trip. Each
                 // statement commits alone, so no lock outlives it: a client
                 // paused between round trips holds nothing.
-                let expires = if ttl == 0 {
-                    Value::Int(0)
-                } else {
-                    Value::Sql("@flakegen_now + @flakegen_ttl")
+                let write = Write {
+                    ns: &ns,
+                    worker,
+                    marker,
+                    holder: &holder,
+                    version,
+                    ttl,
+                    fence,
                 };
-                let (ns_, holder_) = (Value::Text(&ns), Value::Text(&holder));
                 let sql = match expected {
-                    Some(expected) => {
-                        let params = [
-                            Value::Int(marker),
-                            holder_,
-                            Value::Int(version),
-                            expires,
-                            Value::Int(fence),
-                            ns_,
-                            Value::Int(worker),
-                            Value::Int(expected),
-                        ];
-                        // Not at that version under the marker: under another?
-                        // (SWAP_ADOPT runs only where SWAP_UPDATE wrote nothing.)
-                        format!(
-                            "{NOW}, @flakegen_ttl := {ttl}; {}; \
-                             SET @flakegen_written := ROW_COUNT(); {}; \
-                             SELECT @flakegen_now, @flakegen_written + ROW_COUNT()",
-                            bind(SWAP_UPDATE, &params),
-                            bind(SWAP_ADOPT, &params),
-                            NOW = &*NOW,
-                        )
-                    }
-                    None => {
-                        let insert = [
-                            ns_,
-                            Value::Int(worker),
-                            holder_,
-                            Value::Int(version),
-                            expires,
-                            Value::Int(fence),
-                            ns_,
-                            Value::Int(marker),
-                        ];
-                        format!(
-                            "{NOW}, @flakegen_ttl := {ttl}; {}; {}; \
-                             SELECT @flakegen_now, ROW_COUNT()",
-                            bind(RAISE, &[Value::Int(worker), ns_, Value::Int(marker)]),
-                            bind(SWAP_INSERT, &insert),
-                            NOW = &*NOW,
-                        )
-                    }
+                    // Not at that version under the marker: under another?
+                    // (swap_adopt runs only where swap_update wrote nothing.)
+                    Some(expected) => format!(
+                        "{NOW}, @flakegen_ttl := {ttl}; {}; \
+                         SET @flakegen_written := ROW_COUNT(); {}; \
+                         SELECT @flakegen_now, @flakegen_written + ROW_COUNT()",
+                        swap_update(&write, expected),
+                        swap_adopt(&write, expected),
+                        NOW = &*NOW,
+                    ),
+                    None => format!(
+                        "{NOW}, @flakegen_ttl := {ttl}; {}; {}; \
+                         SELECT @flakegen_now, ROW_COUNT()",
+                        raise(&write),
+                        swap_insert(&write),
+                        NOW = &*NOW,
+                    ),
                 };
                 let mut deadlocks = 0;
                 let (now, rows): (i64, i64) = loop {
@@ -363,9 +323,7 @@ impl Registry for MysqlRegistry {
                         // If none did, the swap is made again.
                         Err(e) if deadlocked(&e) && deadlocks < DEADLOCK_RETRIES => {
                             deadlocks += 1;
-                            let landed: Option<i64> = conn
-                                .exec_first(&*LANDED, (ttl, ttl, &ns, worker, version))
-                                .await?;
+                            let landed: Option<i64> = conn.query_first(landed(&write)).await?;
                             if let Some(now) = landed {
                                 break (now, 1);
                             }
