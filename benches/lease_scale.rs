@@ -19,7 +19,8 @@
 //! server-side call is the server's own measure, over those builds: Redis'
 //! `SLOWLOG`, PostgreSQL's `pg_stat_statements`, MariaDB's slow query log
 //! (each switched on by this benchmark, through the servers' command-line
-//! clients); etcd keeps none, so its column shows `NaN`. It needs the
+//! clients); etcd and the Kubernetes API server keep none, so their column
+//! shows `NaN`. It needs the
 //! servers of `scripts/services.sh`, which starts PostgreSQL with
 //! `pg_stat_statements` loaded.
 
@@ -210,8 +211,24 @@ fn servers() -> Result<Vec<Server>, String> {
             }),
         });
     }
+    #[cfg(feature = "kubernetes")]
+    {
+        // The API server keeps no log of slow requests either: the
+        // client's times only. Its read is a LIST of every Lease of the
+        // namespace (ReadCost::EveryRecord): the rows by holders show it.
+        servers.push(Server {
+            name: "kubernetes",
+            url: env("FLAKEGEN_TEST_KUBERNETES_URL")?,
+            stats: Box::new(|stat| match stat {
+                Stat::Reset => Ok(0.0),
+                Stat::Longest => Ok(f64::NAN),
+            }),
+        });
+    }
     if servers.is_empty() {
-        return Err("no lease backend: build with --features postgres,redis,mysql,etcd".into());
+        return Err(
+            "no lease backend: build with --features postgres,redis,mysql,etcd,kubernetes".into(),
+        );
     }
     Ok(servers)
 }

@@ -137,6 +137,16 @@
 ///   Leases a second (100 pods, 30 a second). Keep the TTL at 10 s or more,
 ///   as the kubelet's node leases do (40 s); a longer one also rides out an
 ///   API server that throttles (429) under load.
+/// - **A build lists every Lease.** A build, and a heal, reads the Leases
+///   in one LIST ([`ReadCost::EveryRecord`](crate::lease::backend::ReadCost)):
+///   the API server reads every Lease of the Kubernetes namespace from etcd,
+///   those of flakegen's other namespaces too, and keeps the ones labelled
+///   for this one. N pods starting at once make N such reads of N Leases:
+///   1,000 pods rolled out at once read a million Lease objects, where
+///   their renewals write 300 a second at the default TTL. Keep flakegen's
+///   Leases in a Kubernetes namespace of their own, and roll large fleets
+///   out in waves (`maxSurge`); the benchmarks' README has a build's time
+///   at 1, 100 and 1,000 holders, beside the other registries'.
 /// - **Clocks.** The API server shows no clock but its `Date` header, to
 ///   the second, so expiries are judged by the pods' clocks, which must
 ///   keep within the skew allowance of each other (NTP does);
