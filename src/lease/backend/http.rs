@@ -1,13 +1,20 @@
-//! The HTTP/1.1 a registry's call needs, and no more: one request on a kept
-//! connection (etcd's gateway, Kubernetes' API), and its answer read with
-//! every size the peer claims bounded, so that a peer that is not the
-//! registry's server (a proxy's error page, another server at the port, a
-//! broken member) costs a clear error, never an allocation it asked for or a
-//! hang past the call's timeout.
+//! The HTTP/1.1 client of the registries that speak it (etcd's gateway,
+//! Kubernetes' API), and no more: a kept connection, plain or over TLS, one
+//! request at a time on it, and its answer read with every size the peer
+//! claims bounded, so that a peer that is not the registry's server (a
+//! proxy's error page, another server at the port, a broken member) costs a
+//! clear error, never an allocation it asked for or a hang past the call's
+//! timeout. One error type for both, which each registry says in its terms
+//! (`errors.rs`).
 
 use std::io;
+use std::sync::Arc;
+use std::time::Duration;
 
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
+use tokio::net::TcpStream;
 
 /// The largest body read: an answer of flakegen's own ranges is a few
 /// kilobytes, and the largest (a listing's page of 1,000 records) under a
@@ -27,14 +34,50 @@ pub(crate) struct Answer {
     pub(crate) date: Option<String>,
 }
 
-/// Why no answer could be read.
+/// What went wrong on one call to a registry over HTTP.
 #[derive(Debug)]
 pub(crate) enum Error {
-    /// The connection failed: refused, reset, closed mid-answer.
+    /// The connection: refused, reset, closed mid-answer.
     Io(io::Error),
-    /// The peer does not speak HTTP as a gateway does, or claims more than
-    /// the limits allow.
+    /// The TLS handshake.
+    Tls(io::Error),
+    /// An answer that is not the registry's server's: another server at
+    /// the port, a proxy's error page, a body over the limits.
     Protocol(String),
+    /// The connection was closed while idle (the server restarted, or
+    /// closed it): nothing was sent on it, so a new one may send the
+    /// request.
+    Stale,
+    /// The server's own error: its code (etcd's, gRPC's) and its message.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    Status { code: i64, message: String },
+    /// No server of the registry's answered while a call waited.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    Unanswered,
+    /// The credential could not be read (Kubernetes' token file).
+    #[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
+    Credential(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Io(e) | Error::Tls(e) => e.fmt(f),
+            Error::Protocol(what) | Error::Credential(what) => f.write_str(what),
+            Error::Status { message, .. } => f.write_str(message),
+            Error::Stale => f.write_str("the server closed the connection while it was idle"),
+            Error::Unanswered => f.write_str("no server answers"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io(e) | Error::Tls(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 impl From<io::Error> for Error {
@@ -43,24 +86,77 @@ impl From<io::Error> for Error {
     }
 }
 
-/// Posts `body` to `path` with `headers`, and reads the answer.
-#[cfg(feature = "etcd")]
-pub(crate) async fn post<S>(
-    stream: &mut S,
-    host: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> Result<Answer, Error>
-where
-    S: AsyncBufRead + AsyncWrite + Unpin,
-{
-    request(stream, "POST", host, path, headers, body).await
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
+
+/// One kept connection to one server.
+pub(crate) struct Connection {
+    stream: BufReader<Box<dyn Stream>>,
+    /// `host:port`, for the `Host` header.
+    host: String,
+}
+
+impl Connection {
+    /// Connects to `endpoint` (`host:port`, an IPv6 host in brackets),
+    /// over TLS with `tls`, verifying the server's certificate for that
+    /// host (an IP address against the certificate's IP names).
+    pub(crate) async fn open(
+        endpoint: &str,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> Result<Connection, Error> {
+        let tcp = TcpStream::connect(endpoint).await?;
+        tcp.set_nodelay(true)?;
+        let stream: Box<dyn Stream> = match tls {
+            None => Box::new(tcp),
+            Some(config) => {
+                let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h);
+                let name = rustls::pki_types::ServerName::try_from(
+                    host.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_owned(),
+                )
+                .map_err(|e| Error::Tls(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
+                let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
+                Box::new(connector.connect(name, tcp).await.map_err(Error::Tls)?)
+            }
+        };
+        Ok(Connection {
+            stream: BufReader::new(stream),
+            host: endpoint.to_owned(),
+        })
+    }
+
+    /// The server's `host:port`.
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.host
+    }
+
+    /// Sends `method` to `path` with `headers` and a JSON `body` (none when
+    /// empty), and reads the answer; [`Error::Stale`], sending nothing, on a
+    /// connection the server closed while it sat idle.
+    pub(crate) async fn request(
+        &mut self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Result<Answer, Error> {
+        // A server that went away left the connection at its end: seen
+        // before anything is sent, as one look that does not wait.
+        if let Ok(Ok(buffered)) = tokio::time::timeout(Duration::ZERO, self.stream.fill_buf()).await
+        {
+            if buffered.is_empty() {
+                return Err(Error::Stale);
+            }
+        }
+        request(&mut self.stream, method, &self.host, path, headers, body).await
+    }
 }
 
 /// Sends `method` to `path` with `headers` and a JSON `body` (none when
 /// empty), and reads the answer.
-pub(crate) async fn request<S>(
+async fn request<S>(
     stream: &mut S,
     method: &str,
     host: &str,

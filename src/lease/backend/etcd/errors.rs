@@ -86,6 +86,12 @@ impl EtcdRegistry {
                 address,
                 source: said(format!("{what}: is this an etcd member's client port?")),
             },
+            // Its credentials are in the URL, never in a file.
+            gateway::Error::Credential(what) => LeaseError::Unauthorized {
+                address,
+                source: said(what),
+                fix: CREDENTIALS_FIX,
+            },
             gateway::Error::Status { code, message } => {
                 let source = said(message.clone());
                 match code {

@@ -10,69 +10,15 @@
 //! here as etcd's own clients type it: each operation added returns a
 //! handle, and the answer is read through the handle, never by position.
 
-use std::io;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
-use tokio::net::TcpStream;
 
 use super::super::{budget, http};
 
-/// What went wrong on one call.
-#[derive(Debug)]
-pub(super) enum Error {
-    /// The connection: refused, reset, closed.
-    Io(io::Error),
-    /// The TLS handshake.
-    Tls(io::Error),
-    /// An answer that is not the gateway's: another server at the port, a
-    /// proxy's error page, a body over the limit.
-    Protocol(String),
-    /// The server's own error: a gRPC status code and its message.
-    Status { code: i64, message: String },
-    /// The connection was closed while idle (the member restarted):
-    /// nothing was sent on it, so a new one may send the request.
-    Stale,
-    /// No member answered a status request while a call waited.
-    Unanswered,
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Io(e) | Error::Tls(e) => e.fmt(f),
-            Error::Protocol(what) => f.write_str(what),
-            Error::Status { message, .. } => f.write_str(message),
-            Error::Stale => f.write_str("the member closed the connection while it was idle"),
-            Error::Unanswered => f.write_str("no member answers"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io(e) | Error::Tls(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Self {
-        Error::Io(e)
-    }
-}
-
-impl From<http::Error> for Error {
-    fn from(e: http::Error) -> Self {
-        match e {
-            http::Error::Io(e) => Error::Io(e),
-            http::Error::Protocol(what) => Error::Protocol(what),
-        }
-    }
-}
+/// What went wrong on one call: the HTTP client's error, whose `Status` is
+/// the gateway's gRPC code and message.
+pub(super) use super::super::http::Error;
 
 /// gRPC's codes that the registry tells apart.
 pub(super) mod code {
@@ -84,14 +30,9 @@ pub(super) mod code {
     pub(in super::super) const UNAUTHENTICATED: i64 = 16;
 }
 
-trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
-
 /// One connection to one member, authenticated if the URL had credentials.
 pub(super) struct Gateway {
-    stream: BufReader<Box<dyn Stream>>,
-    /// `host:port`, for the `Host` header.
-    host: String,
+    connection: http::Connection,
     /// The auth token, once authenticated.
     pub(super) token: Option<Arc<str>>,
 }
@@ -102,32 +43,15 @@ impl Gateway {
         endpoint: &str,
         tls: Option<&Arc<rustls::ClientConfig>>,
     ) -> Result<Gateway, Error> {
-        let tcp = TcpStream::connect(endpoint).await?;
-        tcp.set_nodelay(true)?;
-        let stream: Box<dyn Stream> = match tls {
-            None => Box::new(tcp),
-            Some(config) => {
-                let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h);
-                let name = rustls::pki_types::ServerName::try_from(
-                    host.trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .to_owned(),
-                )
-                .map_err(|e| Error::Tls(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-                let connector = tokio_rustls::TlsConnector::from(Arc::clone(config));
-                Box::new(connector.connect(name, tcp).await.map_err(Error::Tls)?)
-            }
-        };
         Ok(Gateway {
-            stream: BufReader::new(stream),
-            host: endpoint.to_owned(),
+            connection: http::Connection::open(endpoint, tls).await?,
             token: None,
         })
     }
 
     /// The member's `host:port`.
     pub(super) fn endpoint(&self) -> &str {
-        &self.host
+        self.connection.endpoint()
     }
 
     /// Logs in as `user`: every later call carries the token, which any
@@ -157,16 +81,6 @@ impl Gateway {
     /// Posts `body` to `path` and returns the answer: the server's error as
     /// [`Error::Status`], another server's answer as [`Error::Protocol`].
     pub(super) async fn call(&mut self, path: &str, body: &Value) -> Result<Value, Error> {
-        // A member that went away left the connection at its end: seen
-        // before anything is sent, as one look that does not wait.
-        let idle = std::time::Duration::ZERO;
-        if let Ok(Ok(buffered)) =
-            tokio::time::timeout(idle, tokio::io::AsyncBufReadExt::fill_buf(&mut self.stream)).await
-        {
-            if buffered.is_empty() {
-                return Err(Error::Stale);
-            }
-        }
         let token = self.token.clone();
         // The request's own bound, told to the member: one that cannot
         // commit a write (its leader just died, unknown to it) answers
@@ -180,14 +94,10 @@ impl Gateway {
             .chain([("Grpc-Timeout", &*deadline)])
             .collect();
         let body = body.to_string();
-        let answer = http::post(
-            &mut self.stream,
-            &self.host,
-            path,
-            &headers,
-            body.as_bytes(),
-        )
-        .await?;
+        let answer = self
+            .connection
+            .request("POST", path, &headers, body.as_bytes())
+            .await?;
         let value: Option<Value> = serde_json::from_slice(&answer.body).ok();
         // The gateway's own errors carry a gRPC code, whatever the status.
         if let Some(value) = value.as_ref().filter(|v| v.get("header").is_none()) {

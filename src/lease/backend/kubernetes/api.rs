@@ -1,66 +1,17 @@
 //! The connection a Kubernetes registry calls through: HTTP/1.1 over TLS to
 //! the API server, a bearer token on every request, JSON in and out.
 
-use std::io;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tokio::io::{AsyncRead, AsyncWrite, BufReader};
-use tokio::net::TcpStream;
 
 use super::super::http;
 
-/// What went wrong on one request, before the registry says it.
-#[derive(Debug)]
-pub(super) enum Error {
-    /// The connection: refused, reset, closed.
-    Io(io::Error),
-    /// The TLS handshake.
-    Tls(io::Error),
-    /// An answer that is not the API server's.
-    Protocol(String),
-    /// The connection was closed while idle (the server restarted, or
-    /// closed it): nothing was sent on it.
-    Stale,
-    /// The token file could not be read.
-    Token(String),
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Error::Io(e) | Error::Tls(e) => e.fmt(f),
-            Error::Protocol(what) | Error::Token(what) => f.write_str(what),
-            Error::Stale => f.write_str("the server closed the connection while it was idle"),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io(e) | Error::Tls(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<io::Error> for Error {
-    fn from(e: io::Error) -> Self {
-        Error::Io(e)
-    }
-}
-
-impl From<http::Error> for Error {
-    fn from(e: http::Error) -> Self {
-        match e {
-            http::Error::Io(e) => Error::Io(e),
-            http::Error::Protocol(what) => Error::Protocol(what),
-        }
-    }
-}
+/// What went wrong on one request, before the registry says it: the HTTP
+/// client's error, whose `Credential` is the token file's.
+pub(super) use super::super::http::Error;
 
 /// What the API server answered: its status, its JSON (`Null` for a body
 /// that is none), and its clock.
@@ -83,14 +34,9 @@ impl Reply {
     }
 }
 
-trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
-
 /// One connection to the API server.
 pub(super) struct Api {
-    stream: BufReader<Box<dyn Stream>>,
-    /// `host:port`, for the `Host` header.
-    host: String,
+    connection: http::Connection,
 }
 
 impl Api {
@@ -101,20 +47,8 @@ impl Api {
         endpoint: &str,
         tls: &Arc<rustls::ClientConfig>,
     ) -> Result<Api, Error> {
-        let tcp = TcpStream::connect(endpoint).await?;
-        tcp.set_nodelay(true)?;
-        let host = endpoint.rsplit_once(':').map_or(endpoint, |(h, _)| h);
-        let name = rustls::pki_types::ServerName::try_from(
-            host.trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_owned(),
-        )
-        .map_err(|e| Error::Tls(io::Error::new(io::ErrorKind::InvalidInput, e)))?;
-        let connector = tokio_rustls::TlsConnector::from(Arc::clone(tls));
-        let stream = connector.connect(name, tcp).await.map_err(Error::Tls)?;
         Ok(Api {
-            stream: BufReader::new(Box::new(stream)),
-            host: endpoint.to_owned(),
+            connection: http::Connection::open(endpoint, Some(tls)).await?,
         })
     }
 
@@ -126,34 +60,16 @@ impl Api {
         token: &str,
         body: Option<&Value>,
     ) -> Result<Reply, Error> {
-        // A connection the server closed while it sat idle shows as a
-        // buffered end of stream: nothing was sent, so a new connection may
-        // send the request.
-        if let Ok(Ok(buffered)) = tokio::time::timeout(
-            Duration::ZERO,
-            tokio::io::AsyncBufReadExt::fill_buf(&mut self.stream),
-        )
-        .await
-        {
-            if buffered.is_empty() {
-                return Err(Error::Stale);
-            }
-        }
         let authorization = format!("Bearer {token}");
         let headers = [
             ("Authorization", authorization.as_str()),
             ("Accept", "application/json"),
         ];
         let body = body.map(Value::to_string).unwrap_or_default();
-        let answer = http::request(
-            &mut self.stream,
-            method,
-            &self.host,
-            path,
-            &headers,
-            body.as_bytes(),
-        )
-        .await?;
+        let answer = self
+            .connection
+            .request(method, path, &headers, body.as_bytes())
+            .await?;
         let value = if answer.body.is_empty() {
             Value::Null
         } else {
@@ -202,14 +118,14 @@ impl Token {
             }
         }
         let text = std::fs::read_to_string(&self.file).map_err(|e| {
-            Error::Token(format!(
+            Error::Credential(format!(
                 "cannot read the token file {} ({e})",
                 self.file.display()
             ))
         })?;
         let token: Arc<str> = Arc::from(text.trim());
         if token.is_empty() {
-            return Err(Error::Token(format!(
+            return Err(Error::Credential(format!(
                 "the token file {} is empty",
                 self.file.display()
             )));

@@ -18,7 +18,8 @@ impl KubernetesRegistry {
                 address,
                 source: Arc::new(e),
             },
-            api::Error::Stale => LeaseError::Unreachable {
+            // The client asks one server: none answering is its closing.
+            api::Error::Stale | api::Error::Unanswered => LeaseError::Unreachable {
                 address,
                 source: said("the API server closed the connection"),
             },
@@ -31,7 +32,12 @@ impl KubernetesRegistry {
                 address,
                 source: said(format!("{what}: is this a Kubernetes API server's port?")),
             },
-            api::Error::Token(what) => LeaseError::Unauthorized {
+            // Its refusals are HTTP statuses, said by `refused`.
+            api::Error::Status { message, .. } => LeaseError::Server {
+                address,
+                source: said(message),
+            },
+            api::Error::Credential(what) => LeaseError::Unauthorized {
                 address,
                 source: said(what),
                 fix: TOKEN_FIX,
