@@ -12,7 +12,8 @@ pub enum TimeBase {
     /// one clock, and each holder's is checked against it (the skew
     /// allowance).
     Server,
-    /// The store has none (etcd): its times are the calling host's clock.
+    /// The store has none (etcd, Kubernetes): its times are the calling
+    /// host's clock.
     /// Nothing checks one host's clock against another's; the skew
     /// allowance is what the hosts must keep to.
     Client,
@@ -22,10 +23,11 @@ pub enum TimeBase {
 /// ([`Registry::marker_check`](super::Registry::marker_check)).
 ///
 /// Either way, no write lands under a marker that is not in force except a
-/// holder's own write over its own record: the contract rule
-/// `a_swap_under_a_replaced_marker_keeps_its_check` replaces a marker
-/// between a client's read and its writes, and holds a registry to the
-/// form it declares.
+/// holder's own write over its own record: the contract rules
+/// `a_swap_under_a_planted_marker_keeps_its_check` and
+/// `a_swap_under_a_deleted_marker_keeps_its_check` replace a marker between
+/// a client's read and its writes, and hold a registry to the form it
+/// declares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum MarkerCheck {
