@@ -56,7 +56,7 @@ pub enum MarkerCheck {
 /// What a registry's [`read`](super::Registry::read) costs the server
 /// ([`Registry::read_cost`](super::Registry::read_cost)): an operator sizing
 /// a fleet on a shared server reads it here, and in the registry's row of
-/// [`REGISTRIES`](crate::lease::REGISTRIES).
+/// `lease::REGISTRIES` (feature `inspect`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReadCost {
