@@ -130,21 +130,7 @@ impl Write<'_> {
 /// written under, which is joined in as it is now (a current read). After
 /// [`NOW`].
 pub(super) fn swap_update(w: &Write<'_>, expected: i64) -> String {
-    format!(
-        "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
-         AND m.marker_ms = {marker} AND m.stamp = @flakegen_stamp \
-         SET l.holder = NULLIF({holder}, ''), l.version = {version}, l.marker_ms = m.marker_ms, \
-         l.expires_ms = {expires}, l.fence_ms = {fence} \
-         WHERE l.namespace = {ns} AND l.worker = {worker} AND l.version = {expected} \
-         AND l.marker_ms = m.marker_ms",
-        marker = w.marker,
-        holder = Value::Text(w.holder),
-        version = w.version,
-        expires = w.expires(),
-        fence = w.fence,
-        ns = Value::Text(w.ns),
-        worker = w.worker,
-    )
+    update(w, expected, "", "l.marker_ms = m.marker_ms")
 }
 
 /// A record at version `expected` written under another marker, taken
@@ -152,14 +138,25 @@ pub(super) fn swap_update(w: &Write<'_>, expected: i64) -> String {
 /// statement: after [`swap_update`], when that wrote nothing
 /// (`@flakegen_written`).
 pub(super) fn swap_adopt(w: &Write<'_>, expected: i64) -> String {
+    update(
+        w,
+        expected,
+        ", m.high_water = GREATEST(m.high_water, l.worker + 1)",
+        "l.marker_ms <> m.marker_ms AND @flakegen_written = 0",
+    )
+}
+
+/// The record at version `expected` written as `w`, joined to the marker
+/// the writer expects in force: [`swap_update`]'s and [`swap_adopt`]'s one
+/// text, with the statement's own further assignments and condition.
+fn update(w: &Write<'_>, expected: i64, also_set: &str, only_if: &str) -> String {
     format!(
         "UPDATE flakegen_leases l JOIN flakegen_namespaces m ON m.namespace = l.namespace \
          AND m.marker_ms = {marker} AND m.stamp = @flakegen_stamp \
          SET l.holder = NULLIF({holder}, ''), l.version = {version}, l.marker_ms = m.marker_ms, \
-         l.expires_ms = {expires}, l.fence_ms = {fence}, \
-         m.high_water = GREATEST(m.high_water, l.worker + 1) \
+         l.expires_ms = {expires}, l.fence_ms = {fence}{also_set} \
          WHERE l.namespace = {ns} AND l.worker = {worker} AND l.version = {expected} \
-         AND l.marker_ms <> m.marker_ms AND @flakegen_written = 0",
+         AND {only_if}",
         marker = w.marker,
         holder = Value::Text(w.holder),
         version = w.version,
