@@ -20,10 +20,20 @@ use crate::{Failover, Fixture};
 const TWO: Layout = Layout::builder().worker_bits(1).build_const();
 
 /// How soon after a promotion every holder must issue again, under a new
-/// lease: the TTL, the skew allowance and 2 s.
+/// lease: the TTL, the skew allowance and 5 s. A heal takes 0.4–0.7 s on a
+/// quiet machine; on CI, beside builds writing gigabytes while PostgreSQL
+/// fsyncs its promotion and every commit, one took 2.4 s. The five seconds
+/// tell a heal on a busy machine from one that waits out a default TTL
+/// (10 s) or never comes.
 const HEAL_BOUND: Duration = TTL
     .saturating_add(SKEW)
-    .saturating_add(Duration::from_secs(2));
+    .saturating_add(Duration::from_secs(5));
+
+/// How long B issues at least from the promotion, so that its IDs and the
+/// healed holder's share time: the TTL, the skew allowance and 2.3 s.
+const B_ISSUES_FOR: Duration = TTL
+    .saturating_add(SKEW)
+    .saturating_add(Duration::from_millis(2_300));
 
 /// The pair made whole again when a rule ends, however it ends.
 struct Rejoin<'a>(&'a dyn Failover);
@@ -63,20 +73,31 @@ fn system_ms(time: SystemTime) -> u64 {
 /// What a holder issued until `stop`: each ID and when it came, and the
 /// last fence its first lease had confirmed. (That fence shows in its
 /// status from its renewal until a new lease replaces it, which cannot be
-/// before the failover: far longer than between two looks here.)
-fn issue(g: &dyn IdGenerator, stop: &AtomicBool, name: &str) -> (Vec<(Snowflake, Instant)>, u64) {
+/// before the failover: far longer than between two looks here.) `healed`
+/// is set once it issued under a new lease.
+fn issue(
+    g: &dyn IdGenerator,
+    stop: &AtomicBool,
+    healed: &AtomicBool,
+    name: &str,
+) -> (Vec<(Snowflake, Instant)>, u64) {
     let first = g.lease().unwrap().starts;
     let (mut ids, mut fence) = (vec![], 0);
     while !stop.load(Ordering::Relaxed) {
-        match g.next_id() {
-            Ok(id) => ids.push((id, Instant::now())),
+        let issued = match g.next_id() {
+            Ok(id) => {
+                ids.push((id, Instant::now()));
+                true
+            }
             // At its fence while it heals.
-            Err(IssueError::LeaseLost { .. }) => {}
+            Err(IssueError::LeaseLost { .. }) => false,
             Err(e) => panic!("{name}: {e}"),
-        }
+        };
         let status = g.lease().unwrap();
         if status.starts == first {
             fence = fence.max(system_ms(status.fence));
+        } else if issued {
+            healed.store(true, Ordering::Relaxed);
         }
         thread::sleep(Duration::from_micros(300));
     }
@@ -108,7 +129,7 @@ fn build_when_possible(store: &Store<'_>, ns: &str) -> Box<dyn IdGenerator> {
 /// it; the replica is promoted; a new build takes a holder's id at once.
 /// Its IDs start past every fence the old primary confirmed, nothing is
 /// issued twice, and every holder issues again under a new lease within
-/// the TTL, the skew allowance and 2 s of the promotion.
+/// the TTL, the skew allowance and 5 s of the promotion.
 pub fn a_failover_to_a_lagging_replica_grants_no_id_below_a_confirmed_fence(fixture: &dyn Fixture) {
     lagging_failover(fixture, When::AfterTheLeases);
 }
@@ -150,10 +171,11 @@ fn lagging_failover(fixture: &dyn Fixture, cut: When) {
     // two ids are left for A and for B.
     let other = store.leased_once(TWO, &ns).build_atomic().unwrap();
     let stop = AtomicBool::new(false);
+    let (a_healed, other_healed) = (AtomicBool::new(false), AtomicBool::new(false));
     let ((a_ids, a_fence), (other_ids, other_fence), b_ids, promoted_at) = thread::scope(|scope| {
         let _stop = StopOnDrop(&stop);
-        let a_calls = scope.spawn(|| issue(&a, &stop, name));
-        let other_calls = scope.spawn(|| issue(&other, &stop, name));
+        let a_calls = scope.spawn(|| issue(&a, &stop, &a_healed, name));
+        let other_calls = scope.spawn(|| issue(&other, &stop, &other_healed, name));
         if cut == When::AfterTheLeases {
             pair.cut();
         }
@@ -176,7 +198,7 @@ fn lagging_failover(fixture: &dyn Fixture, cut: When) {
         pair.promote();
         let promoted_at = Instant::now();
         let b = build_when_possible(&store, &ns);
-        let b_ids = issue_for_the_heal(&*b, promoted_at, name);
+        let b_ids = issue_for_the_heal(&*b, promoted_at, &a_healed, name);
         stop.store(true, Ordering::Relaxed);
         (
             a_calls.join().unwrap(),
@@ -225,14 +247,21 @@ fn lagging_failover(fixture: &dyn Fixture, cut: When) {
     );
 }
 
-/// B issues for the heal's bound (and a little more) from the promotion.
+/// B issues from the promotion for [`B_ISSUES_FOR`], and on until A has
+/// healed, or for the heal's bound and a little more.
 fn issue_for_the_heal(
     b: &dyn IdGenerator,
     promoted_at: Instant,
+    a_healed: &AtomicBool,
     name: &str,
 ) -> Vec<(Snowflake, Instant)> {
     let mut ids = vec![];
-    while promoted_at.elapsed() < HEAL_BOUND + Duration::from_millis(300) {
+    loop {
+        let elapsed = promoted_at.elapsed();
+        let enough = elapsed >= B_ISSUES_FOR && a_healed.load(Ordering::Relaxed);
+        if enough || elapsed >= HEAL_BOUND + Duration::from_millis(300) {
+            break;
+        }
         match b.next_id() {
             Ok(id) => ids.push((id, Instant::now())),
             // At its fence, its renewal late: on a machine busy enough, a
