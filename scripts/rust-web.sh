@@ -9,8 +9,9 @@
 #
 # The directory is $FLAKEGEN_TOOLCHAINS_DIR/rust-web-<version> (default
 # /var/cache/flakegen), outside the repository, kept from run to run. The
-# shared libraries the compiler needs (libllvm19, libpcre3, libhttp-parser)
-# come from the distribution's packages, installed where missing (root).
+# shared libraries the compiler needs (the libllvm its package names,
+# libpcre3, libhttp-parser) come from the distribution's packages,
+# installed where missing (root).
 set -euo pipefail
 
 version=${1:?usage: scripts/rust-web.sh VERSION [--src]}
@@ -37,14 +38,22 @@ needs() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
 }
 
-unpack() {
-  local packages=("$@") pv
+# The archive's package version of rustc-web $version, the index updated
+# once if it lists none.
+archive_version() {
+  local pv
   pv=$(package_version rustc-web)
   if [ -z "$pv" ]; then
     [ "$(id -u)" -eq 0 ] && DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
     pv=$(package_version rustc-web)
   fi
   [ -n "$pv" ] || die "no rustc-web $version in the distribution's archive (apt-cache madison rustc-web)"
+  echo "$pv"
+}
+
+unpack() {
+  local packages=("$@") pv
+  pv=$(archive_version)
   local work
   work=$(mktemp -d)
   say "unpacking Debian's Rust $version ($pv) into $home"
@@ -63,9 +72,14 @@ unpack() {
 short=${version%.*}
 packages=(rustc-web cargo-web libstd-rust-web-dev "libstd-rust-web-$short")
 [ "$src" = --src ] && packages+=(rust-web-src)
-needs libllvm19 libpcre3 libhttp-parser2.9
 marker="$home/.complete${src:+-src}"
 if [ ! -f "$marker" ]; then
+  # The LLVM its compiler library links (1.85: 19; 1.96: 22), as the
+  # package says, and what its cargo links.
+  llvm=$(apt-cache show "libstd-rust-web-$short=$(archive_version)" |
+    sed -n 's/^Depends:.*\(libllvm[0-9][0-9]*\).*/\1/p' | head -1)
+  [ -n "$llvm" ] || die "libstd-rust-web-$short names no libllvm among its dependencies"
+  needs "$llvm" libpcre3 libhttp-parser2.9
   unpack "${packages[@]}"
   rm -rf "$home"
   mv "$home.new" "$home"
