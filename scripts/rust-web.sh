@@ -9,9 +9,9 @@
 #
 # The directory is $FLAKEGEN_TOOLCHAINS_DIR/rust-web-<version> (default
 # /var/cache/flakegen), outside the repository, kept from run to run. The
-# shared libraries the compiler needs (the libllvm its package names,
-# libpcre3, libhttp-parser) come from the distribution's packages,
-# installed where missing (root).
+# shared libraries the compiler and cargo need (those their packages
+# name: libllvm, libgit2 and others) come from the distribution's
+# packages, installed where missing (root).
 set -euo pipefail
 
 version=${1:?usage: scripts/rust-web.sh VERSION [--src]}
@@ -74,12 +74,14 @@ packages=(rustc-web cargo-web libstd-rust-web-dev "libstd-rust-web-$short")
 [ "$src" = --src ] && packages+=(rust-web-src)
 marker="$home/.complete${src:+-src}"
 if [ ! -f "$marker" ]; then
-  # The LLVM its compiler library links (1.85: 19; 1.96: 22), as the
-  # package says, and what its cargo links.
-  llvm=$(apt-cache show "libstd-rust-web-$short=$(archive_version)" |
-    sed -n 's/^Depends:.*\(libllvm[0-9][0-9]*\).*/\1/p' | head -1)
-  [ -n "$llvm" ] || die "libstd-rust-web-$short names no libllvm among its dependencies"
-  needs "$llvm" libpcre3 libhttp-parser2.9
+  # The shared libraries its compiler and its cargo link, as their
+  # packages name them: the LLVM (1.85: 19; 1.96: 22), libgit2 and the rest.
+  pv=$(archive_version)
+  mapfile -t libraries < <(apt-cache show "cargo-web=$pv" "libstd-rust-web-$short=$pv" |
+    sed -n 's/^Depends: //p' | tr ',' '\n' | sed 's/(.*)//; s/|.*//; s/ //g' |
+    grep '^lib' | grep -v '^libstd-rust' | sort -u)
+  [ ${#libraries[@]} -gt 0 ] || die "cargo-web and libstd-rust-web-$short name no libraries"
+  needs "${libraries[@]}"
   unpack "${packages[@]}"
   rm -rf "$home"
   mv "$home.new" "$home"
@@ -98,6 +100,11 @@ EOF
 RUSTC="$home/bin/rustc" RUSTDOC="$home/bin/rustdoc" exec "$home/usr/bin/cargo" "\$@"
 EOF
   chmod +x "$home/bin/rustc" "$home/bin/rustdoc" "$home/bin/cargo"
+  # -Zbuild-std looks for the library's sources in the sysroot, where
+  # Debian's package does not link them.
+  if [ "$src" = --src ]; then
+    ln -sfn "../../../src/rustc-$version" "$home/usr/lib/rustlib/src/rust"
+  fi
   got=$("$home/bin/rustc" --version)
   case "$got" in
     "rustc $version "*) ;;
