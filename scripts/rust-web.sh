@@ -5,7 +5,8 @@
 # `cargo` and `rustc` wrappers to call by path.
 #
 #   scripts/rust-web.sh 1.85.0              # the MSRV compiler
-#   scripts/rust-web.sh 1.96.0 --src        # and rust-web-src, for -Zbuild-std
+#   scripts/rust-web.sh 1.96.0 --src        # and rust-web-src, for -Zbuild-std,
+#                                           # and LLVM's linker, for wasm
 #
 # The directory is $FLAKEGEN_TOOLCHAINS_DIR/rust-web-<version> (default
 # /var/cache/flakegen), outside the repository, kept from run to run. The
@@ -82,6 +83,14 @@ if [ ! -f "$marker" ]; then
     grep '^lib' | grep -v '^libstd-rust' | sort -u)
   [ ${#libraries[@]} -gt 0 ] || die "cargo-web and libstd-rust-web-$short name no libraries"
   needs "${libraries[@]}"
+  # For --src, the linker of targets that link with LLVM's (wasm, bare
+  # metal): Debian's lld of the compiler's own LLVM, which rustc calls by
+  # the name it gives its own.
+  if [ "$src" = --src ]; then
+    llvm=$(printf '%s\n' "${libraries[@]}" | sed -n 's/^libllvm\([0-9][0-9]*\)$/\1/p')
+    [ -n "$llvm" ] || die "no libllvm among the compiler's libraries: ${libraries[*]}"
+    needs "lld-$llvm"
+  fi
   unpack "${packages[@]}"
   rm -rf "$home"
   mv "$home.new" "$home"
@@ -104,6 +113,8 @@ EOF
   # Debian's package does not link them.
   if [ "$src" = --src ]; then
     ln -sfn "../../../src/rustc-$version" "$home/usr/lib/rustlib/src/rust"
+    mkdir -p "$home/usr/lib/rustlib/x86_64-unknown-linux-gnu/bin"
+    ln -sfn "/usr/lib/llvm-$llvm/bin/lld" "$home/usr/lib/rustlib/x86_64-unknown-linux-gnu/bin/rust-lld"
   fi
   got=$("$home/bin/rustc" --version)
   case "$got" in
