@@ -13,17 +13,20 @@ use crate::generator::{BuildError, IssueError, ParseStrategyError};
 use crate::id::{IdError, ParseIdError};
 use crate::layout::LayoutError;
 use crate::layout_text::ParseLayoutError;
+#[cfg(feature = "std")]
 use crate::worker::WorkerError;
 
 /// Declares [`Error`] from one list of its variants: the enum, its
 /// `Display` and `source` (both the held error's: `Error` is transparent),
 /// its `Debug`, and a `From` for each.
 macro_rules! umbrella {
-    ($(#[$outer:meta])* pub enum Error { $( $(#[doc = $doc:literal])* $variant:ident($ty:ty), )* }) => {
+    ($(#[$outer:meta])* pub enum Error { $(
+        $(#[doc = $doc:literal])* $(#[cfg($cfg:meta)])? $variant:ident($ty:ty),
+    )* }) => {
         $(#[$outer])*
         #[non_exhaustive]
         pub enum Error {
-            $( $(#[doc = $doc])* $variant($ty), )*
+            $( $(#[doc = $doc])* $(#[cfg($cfg)])? $variant($ty), )*
         }
 
         /// The message first, then the structure: `fn main() -> Result<(),
@@ -32,10 +35,10 @@ macro_rules! umbrella {
         impl fmt::Debug for Error {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self {
-                    $( Error::$variant(e) if f.alternate() => {
+                    $( $(#[cfg($cfg)])? Error::$variant(e) if f.alternate() => {
                         f.debug_tuple(stringify!($variant)).field(e).finish()
                     } )*
-                    $( Error::$variant(e) => {
+                    $( $(#[cfg($cfg)])? Error::$variant(e) => {
                         write!(f, "{e} [{}({e:?})]", stringify!($variant))
                     } )*
                 }
@@ -45,20 +48,21 @@ macro_rules! umbrella {
         impl fmt::Display for Error {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 match self {
-                    $( Error::$variant(e) => e.fmt(f), )*
+                    $( $(#[cfg($cfg)])? Error::$variant(e) => e.fmt(f), )*
                 }
             }
         }
 
-        impl std::error::Error for Error {
-            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        impl core::error::Error for Error {
+            fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
                 match self {
-                    $( Error::$variant(e) => e.source(), )*
+                    $( $(#[cfg($cfg)])? Error::$variant(e) => e.source(), )*
                 }
             }
         }
 
         $(
+            $(#[cfg($cfg)])?
             impl From<$ty> for Error {
                 fn from(e: $ty) -> Self {
                     Error::$variant(e)
@@ -105,10 +109,13 @@ umbrella! {
         /// A string was not a layout.
         ParseLayout(ParseLayoutError),
         /// No worker id could be read from the deployment.
+        #[cfg(feature = "std")]
         Worker(WorkerError),
         /// A lease registry failed.
+        #[cfg(feature = "std")]
         Lease(crate::lease::LeaseError),
         /// The process's generator (`flakegen::next_id`) could not be set up.
+        #[cfg(feature = "std")]
         SetUp(crate::global::error::SetUpError),
     }
 }

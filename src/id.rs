@@ -288,7 +288,7 @@ impl fmt::Display for IdError {
     }
 }
 
-impl std::error::Error for IdError {}
+impl core::error::Error for IdError {}
 
 /// A string that is not the decimal form of a 64-bit ID, or not its base32
 /// form ([`Snowflake::from_base32`]). Holds no copy of the input, so parsing
@@ -383,7 +383,7 @@ impl fmt::Display for ParseIdError {
     }
 }
 
-impl std::error::Error for ParseIdError {}
+impl core::error::Error for ParseIdError {}
 
 #[cfg(test)]
 mod tests {

@@ -5,9 +5,13 @@
 //! in (see `Layout::compose_tick`).
 
 use core::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use core::time::Duration;
+#[cfg(feature = "std")]
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::clock::units::{NANOS_PER_MILLI, unix_nanos};
+use crate::clock::units::NANOS_PER_MILLI;
+#[cfg(feature = "std")]
+use crate::clock::units::unix_nanos;
 use crate::divisor::Divisor;
 use crate::id::Snowflake;
 use crate::id::{Field, IdError};
@@ -374,6 +378,7 @@ impl Layout {
     }
 
     /// The instant timestamp 0 stands for.
+    #[cfg(feature = "std")]
     pub fn epoch(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_nanos(self.epoch_unix_nanos)
     }
@@ -425,8 +430,16 @@ impl Layout {
     /// let end = Layout::TWITTER.exhausted_at().duration_since(UNIX_EPOCH).unwrap();
     /// assert_eq!(end.as_millis(), 1288834974657 + (1 << 41)); // 2080-07-10
     /// ```
+    #[cfg(feature = "std")]
     pub fn exhausted_at(&self) -> SystemTime {
         self.epoch() + self.lifetime()
+    }
+
+    /// [`exhausted_at`](Self::exhausted_at) in milliseconds since 1970,
+    /// rounded down.
+    pub(crate) const fn exhausted_at_unix_millis(&self) -> u64 {
+        // Validation keeps epoch + lifetime within u64 nanoseconds.
+        (self.epoch_unix_nanos + (1u64 << self.timestamp_bits) * self.unit_nanos) / NANOS_PER_MILLI
     }
 
     /// Puts fields together into an ID.
@@ -475,6 +488,7 @@ impl Layout {
     /// The instant a timestamp stands for (the start of its unit).
     ///
     /// Timestamps above [`max_timestamp`](Self::max_timestamp) are treated as the maximum.
+    #[cfg(feature = "std")]
     pub fn time_of(&self, timestamp: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_nanos(self.unit_start_nanos(timestamp))
     }
@@ -503,6 +517,7 @@ impl Layout {
     /// assert_eq!(Layout::TWITTER.timestamp_at(t), 1_539_202_764_211 - 1_288_834_974_657);
     /// assert_eq!(Layout::TWITTER.timestamp_at(UNIX_EPOCH), 0);
     /// ```
+    #[cfg(feature = "std")]
     pub fn timestamp_at(&self, time: SystemTime) -> u64 {
         self.units_since_epoch(unix_nanos(time))
     }
@@ -533,6 +548,7 @@ impl Layout {
     /// assert!(first < last);
     /// # Ok::<(), flakegen::Error>(())
     /// ```
+    #[cfg(feature = "std")]
     pub fn first_id_at(&self, time: SystemTime) -> Result<Snowflake, IdError> {
         let timestamp = self.timestamp_at(time);
         self.compose(Fields {
@@ -549,6 +565,7 @@ impl Layout {
     /// # Errors
     ///
     /// [`IdError`] when `time` lies past the layout's end.
+    #[cfg(feature = "std")]
     pub fn last_id_at(&self, time: SystemTime) -> Result<Snowflake, IdError> {
         self.compose(Fields {
             timestamp: self.timestamp_at(time),
@@ -558,6 +575,20 @@ impl Layout {
     }
 
     // ---- crate-internal arithmetic for the generators ----
+
+    /// What tells layouts apart, in an order: the fields that define one
+    /// (the rest derive from them), so that layouts equal by `==` are
+    /// equal here.
+    pub(crate) const fn identity(&self) -> (u32, u32, u32, bool, u64, u64) {
+        (
+            self.timestamp_bits,
+            self.worker_bits,
+            self.sequence_bits,
+            matches!(self.order, FieldOrder::WorkerSequence),
+            self.unit_nanos,
+            self.epoch_unix_nanos,
+        )
+    }
 
     /// Whole units from the epoch to `unix_nanos`; 0 for a time before the epoch.
     #[inline]
@@ -735,7 +766,7 @@ impl fmt::Display for LayoutError {
     }
 }
 
-impl std::error::Error for LayoutError {}
+impl core::error::Error for LayoutError {}
 
 #[cfg(test)]
 mod tests {
@@ -813,6 +844,23 @@ mod tests {
                 "{name}"
             );
             assert!(layout.first_id_at(layout.exhausted_at()).is_err(), "{name}");
+        }
+    }
+
+    /// The end as errors say it, which a build without `std` reckons
+    /// without a `SystemTime`.
+    #[test]
+    fn the_end_in_milliseconds_is_the_end_in_time() {
+        let odd = Layout::builder()
+            .unit(Duration::from_micros(1_500))
+            .epoch_unix_millis(1_000_000_000_123)
+            .build_const();
+        for (name, layout) in PRESETS.iter().copied().chain([("odd", odd)]) {
+            assert_eq!(
+                layout.exhausted_at_unix_millis(),
+                crate::clock::units::unix_millis(layout.exhausted_at()),
+                "{name}"
+            );
         }
     }
 

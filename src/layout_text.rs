@@ -3,7 +3,7 @@
 
 use core::fmt;
 use core::str::FromStr;
-use std::time::Duration;
+use core::time::Duration;
 
 use crate::clock::units::Rfc3339;
 use crate::layout::{FieldOrder, Layout, LayoutError};
@@ -223,8 +223,8 @@ impl fmt::Display for ParseLayoutError {
     }
 }
 
-impl std::error::Error for ParseLayoutError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl core::error::Error for ParseLayoutError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             ParseLayoutError::Invalid(e) => Some(e),
             _ => None,

@@ -160,10 +160,12 @@
 //!
 //! # Features
 //!
-//! None is on by default; each adds one thing and pulls in only what it needs.
+//! Only `std` is on by default; each other adds one thing and pulls in only
+//! what it needs, and turns `std` on.
 //!
 //! | feature | adds | pulls in |
 //! |---|---|---|
+//! | `std` (default) | everything but the core: the system and TSC clocks, the mutex and ticker strategies, blocking waits, [`next_id`], worker ids from the deployment ([`worker`]), leases ([`lease`]). Without it the crate is `no_std` (with `alloc`): layouts, [`Snowflake`], decoding, base32 and text, [`Clock`] with [`clock::ManualClock`] or a clock of one's own ([`Builder::on`]), and [`AtomicGenerator`], whose blocking calls then say how long to wait ([`IssueError::WouldBlock`]) rather than sleep | `parking_lot`, `tracing`, `if-addrs`; `portable-atomic` on targets without 64-bit atomics, with or without it |
 //! | `serde` | `Serialize`/`Deserialize` for [`Snowflake`] (a decimal string in JSON, or base32 with `serde::as_base32`), `Layout` (a preset's name, or its fields) and [`Strategy`]: the `flakegen::serde` module | `serde` |
 //! | `postgres` | worker-id leases in a PostgreSQL table (`lease::PostgresRegistry`); [`Snowflake`] as a `BIGINT` for the `postgres` crates (`sql`) | `tokio-postgres`, a small `tokio` runtime driven by the lease's thread |
 //! | `mysql` | worker-id leases in a MySQL or MariaDB table (`lease::MysqlRegistry`) | `mysql_async` (pure Rust, rustls), the same small runtime |
@@ -272,18 +274,36 @@
 //! order are never affected.
 
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![cfg_attr(not(feature = "std"), no_std)]
+
+extern crate alloc;
 
 mod base32;
 pub mod clock;
 mod divisor;
 mod error;
 mod generator;
+#[cfg(feature = "std")]
 pub mod global;
+#[cfg(feature = "std")]
 pub mod guide;
 mod id;
 mod layout;
 mod layout_text;
+#[cfg(feature = "std")]
 pub mod lease;
+/// Without `std` there are no leases: a generator issues under one claim,
+/// capped only by its layout's end.
+#[cfg(not(feature = "std"))]
+#[path = "lease"]
+mod lease {
+    #[allow(dead_code)]
+    mod claim;
+    #[allow(dead_code)]
+    mod fence;
+
+    pub(crate) use self::claim::Claim;
+}
 mod meter;
 mod process;
 #[cfg(feature = "serde")]
@@ -291,21 +311,28 @@ pub mod serde;
 #[cfg(any(feature = "postgres", feature = "sqlx"))]
 pub mod sql;
 mod sync;
+#[cfg(feature = "std")]
 pub mod worker;
 
 pub use self::base32::Base32;
-pub use self::clock::{Clock, SystemClock};
+pub use self::clock::Clock;
+#[cfg(feature = "std")]
+pub use self::clock::SystemClock;
 pub use self::error::Error;
 #[cfg(feature = "tokio")]
 pub use self::generator::AsyncIdGenerator;
 pub use self::generator::{
-    AtomicGenerator, BuildError, Builder, Generator, IdGenerator, IssueError, MutexGenerator,
-    ParseStrategyError, Strategy, TickerGenerator,
+    AtomicGenerator, BuildError, Builder, Generator, IdGenerator, IssueError, ParseStrategyError,
+    Strategy,
 };
+#[cfg(feature = "std")]
+pub use self::generator::{MutexGenerator, TickerGenerator};
+#[cfg(feature = "std")]
 pub use self::global::next_id;
 pub use self::id::{Field, IdError, ParseIdError, Snowflake};
 pub use self::layout::{FieldOrder, Fields, Layout, LayoutBuilder, LayoutError};
 pub use self::layout_text::ParseLayoutError;
+#[cfg(feature = "std")]
 pub use self::worker::{WorkerError, WorkerOrigin};
 
 /// The README's examples, compiled and run as doctests.

@@ -6,7 +6,7 @@
 //! Only what happens off the path of an ID that does not wait is counted:
 //! refusals, waits, and the lease's thread. An issued ID costs nothing here.
 
-use std::time::Duration;
+use core::time::Duration;
 
 use crate::IssueError;
 
@@ -195,6 +195,7 @@ impl Cause {
 /// The lease of `namespace` is now in the state marked `true` of `states`
 /// (each state's name, from `LeaseState::named`).
 #[inline(always)]
+#[cfg(feature = "std")]
 pub(crate) fn lease_state(namespace: &str, states: [(&'static str, bool); 5]) {
     #[cfg(feature = "metrics")]
     on::lease_state(namespace, states);
@@ -204,6 +205,7 @@ pub(crate) fn lease_state(namespace: &str, states: [(&'static str, bool); 5]) {
 /// A renewal confirmed a fence `fence_lead_millis` ahead of the holder's
 /// clock, its call taking `round_trip`.
 #[inline(always)]
+#[cfg(feature = "std")]
 pub(crate) fn renewed(namespace: &str, round_trip: Duration, fence_lead_millis: i64) {
     #[cfg(feature = "metrics")]
     on::renewed(namespace, round_trip, fence_lead_millis);
@@ -212,6 +214,7 @@ pub(crate) fn renewed(namespace: &str, round_trip: Duration, fence_lead_millis: 
 
 /// A lease was acquired (or acquired again) with its fence this far ahead.
 #[inline(always)]
+#[cfg(feature = "std")]
 pub(crate) fn fence_lead(namespace: &str, fence_lead_millis: i64) {
     #[cfg(feature = "metrics")]
     on::fence_lead(namespace, fence_lead_millis);
@@ -220,6 +223,7 @@ pub(crate) fn fence_lead(namespace: &str, fence_lead_millis: i64) {
 
 /// The lease of `namespace` is on worker id `worker` now.
 #[inline(always)]
+#[cfg(feature = "std")]
 pub(crate) fn worker(namespace: &str, worker: u64) {
     #[cfg(feature = "metrics")]
     on::worker(namespace, worker);
@@ -229,6 +233,7 @@ pub(crate) fn worker(namespace: &str, worker: u64) {
 /// One more of a lease's events: [`RENEWALS_FAILED`], [`LOSSES`],
 /// [`REACQUISITIONS`], [`RELEASES`].
 #[inline(always)]
+#[cfg(feature = "std")]
 pub(crate) fn count(name: &'static str, namespace: &str) {
     #[cfg(feature = "metrics")]
     on::count(name, namespace);

@@ -22,7 +22,9 @@
 #![allow(unsafe_code)]
 
 // Not loom's: no model forks, and a static needs a const constructor.
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+#[cfg(feature = "std")]
+use crate::sync::plain::AtomicPtr;
+use crate::sync::plain::{AtomicU64, Ordering};
 
 /// The process's generation: 0 in the process that started, one more in
 /// each forked child than in its parent.
@@ -84,6 +86,7 @@ fn current() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }
 
+#[cfg(feature = "std")]
 /// A value made at most once in each copy of the process: a forked child
 /// makes its own, and never uses or waits on its parent's (a lock the
 /// parent held at the fork would be held forever in the child).
@@ -95,15 +98,17 @@ pub(crate) struct PerCopy<T: 'static> {
     making: AtomicU64,
 }
 
+#[cfg(feature = "std")]
 struct Made<T> {
     generation: Generation,
     value: T,
 }
 
+#[cfg(feature = "std")]
 impl<T: Send + Sync + 'static> PerCopy<T> {
     pub(crate) const fn new() -> PerCopy<T> {
         PerCopy {
-            made: AtomicPtr::new(std::ptr::null_mut()),
+            made: AtomicPtr::new(core::ptr::null_mut()),
             making: AtomicU64::new(0),
         }
     }
@@ -139,7 +144,7 @@ impl<T: Send + Sync + 'static> PerCopy<T> {
                     let made: &'static Made<T> = Box::leak(Box::new(Made { generation, value }));
                     // Release: publishes the value to `get`'s Acquire.
                     self.made
-                        .store(std::ptr::from_ref(made).cast_mut(), Ordering::Release);
+                        .store(core::ptr::from_ref(made).cast_mut(), Ordering::Release);
                     &made.value
                 });
                 self.making.store(0, Ordering::Release);
@@ -168,28 +173,49 @@ impl<T: Send + Sync + 'static> PerCopy<T> {
 
 #[cfg(all(unix, not(loom)))]
 mod imp {
-    use std::sync::Once;
+    use super::{AtomicU64, Ordering};
 
     /// Runs in the child after `fork`, before `fork` returns there, on
     /// the child's only thread: an atomic add is async-signal-safe.
     extern "C" fn forked() {
-        super::GENERATION.fetch_add(1, super::Ordering::Relaxed);
+        super::GENERATION.fetch_add(1, Ordering::Relaxed);
     }
 
+    const UNWATCHED: u64 = 0;
+    const REGISTERING: u64 = 1;
+    const WATCHING: u64 = 2;
+
     /// Registers the child handler, once per process (a forked child
-    /// inherits it).
+    /// inherits it); a caller that finds it being registered waits until
+    /// it is, so that no claim is made before forks are watched. (A `Once`
+    /// without `std`: a few atomics.)
     pub(super) fn watch() {
-        static WATCHING: Once = Once::new();
-        WATCHING.call_once(|| {
-            // SAFETY: pthread_atfork takes three optional function pointers
-            // with C linkage and no arguments, and keeps them for the
-            // process's life; `forked` is one and touches only an atomic.
-            let rc = unsafe { libc::pthread_atfork(None, None, Some(forked)) };
-            // It fails only without memory for the handler (ENOMEM): a
-            // child would then go unseen, which no caller could handle
-            // better than by stopping here.
-            assert_eq!(rc, 0, "pthread_atfork failed: out of memory");
-        });
+        static STATE: AtomicU64 = AtomicU64::new(UNWATCHED);
+        // Acquire: pairs with the Release below.
+        if STATE.load(Ordering::Acquire) == WATCHING {
+            return;
+        }
+        match STATE.compare_exchange(UNWATCHED, REGISTERING, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => {
+                // SAFETY: pthread_atfork takes three optional function
+                // pointers with C linkage and no arguments, and keeps them
+                // for the process's life; `forked` is one and touches only
+                // an atomic.
+                let rc = unsafe { libc::pthread_atfork(None, None, Some(forked)) };
+                // It fails only without memory for the handler (ENOMEM): a
+                // child would then go unseen, which no caller could handle
+                // better than by stopping here.
+                assert_eq!(rc, 0, "pthread_atfork failed: out of memory");
+                STATE.store(WATCHING, Ordering::Release);
+            }
+            // Registered by another thread a moment ago, or being: one
+            // call, never blocked.
+            Err(_) => {
+                while STATE.load(Ordering::Acquire) != WATCHING {
+                    core::hint::spin_loop();
+                }
+            }
+        }
     }
 }
 

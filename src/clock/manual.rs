@@ -1,11 +1,15 @@
 //! A clock the program sets by hand.
 
-use crate::sync::{AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use alloc::sync::Arc;
+use core::time::Duration;
+#[cfg(feature = "std")]
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::Clock;
-use super::units::{millis_to_nanos, nanos, unix_nanos};
+#[cfg(feature = "std")]
+use super::units::unix_nanos;
+use super::units::{millis_to_nanos, nanos};
+use crate::sync::{AtomicU64, Ordering, plain};
 
 /// A clock that moves only when told to: advance, stall, rewind.
 ///
@@ -51,10 +55,11 @@ impl Default for ManualClock {
 }
 
 /// Numbers each manual clock's time; 0 is never one.
-static TIMES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+static TIMES: plain::AtomicU64 = plain::AtomicU64::new(1);
 
 impl ManualClock {
     /// A clock stopped at `time` (1970 if `time` is earlier).
+    #[cfg(feature = "std")]
     pub fn new(time: SystemTime) -> Self {
         let clock = ManualClock::default();
         clock.set(time);
@@ -71,11 +76,12 @@ impl ManualClock {
         ManualClock {
             unix_nanos: Arc::new(AtomicU64::new(nanos)),
             // Relaxed: only the number's uniqueness matters.
-            time: TIMES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            time: TIMES.fetch_add(1, plain::Ordering::Relaxed),
         }
     }
 
     /// Sets the time.
+    #[cfg(feature = "std")]
     pub fn set(&self, time: SystemTime) {
         self.set_unix_nanos(unix_nanos(time));
     }
@@ -108,6 +114,7 @@ impl ManualClock {
     }
 
     /// The current time.
+    #[cfg(feature = "std")]
     pub fn now(&self) -> SystemTime {
         UNIX_EPOCH + Duration::from_nanos(self.unix_nanos())
     }

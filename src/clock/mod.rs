@@ -1,19 +1,28 @@
 //! Where generators get the time from.
 
-use std::sync::Arc;
+use alloc::boxed::Box;
+use alloc::sync::Arc;
 
 mod manual;
+#[cfg(feature = "std")]
 mod monotonic;
+#[cfg(feature = "std")]
 mod os;
+#[cfg(feature = "std")]
 mod system;
+#[cfg(feature = "std")]
 mod tsc;
 pub(crate) mod units;
 
 pub use self::manual::ManualClock;
+#[cfg(feature = "std")]
 pub use self::monotonic::MonotonicClock;
+#[cfg(feature = "std")]
 pub use self::system::{CoarseClock, SyscallClock, SystemClock};
+#[cfg(feature = "std")]
 pub use self::tsc::{Fallback, TimeSource, TscClock};
 
+#[cfg(feature = "std")]
 pub(crate) use self::os::{at_exit, tighten_timer_slack};
 
 /// A source of wall-clock time.

@@ -3,7 +3,9 @@
 //! wraps, and says which way it rounds.
 
 use core::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use core::time::Duration;
+#[cfg(feature = "std")]
+use std::time::{SystemTime, UNIX_EPOCH};
 
 pub(crate) const NANOS_PER_MILLI: u64 = 1_000_000;
 
@@ -13,6 +15,7 @@ pub(crate) fn nanos(d: Duration) -> u64 {
 }
 
 /// Whole milliseconds in `d`, rounded down, saturating.
+#[cfg(feature = "std")]
 pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
@@ -33,17 +36,20 @@ pub(crate) const fn millis_to_nanos(unix_millis: u64) -> u64 {
 }
 
 /// Nanoseconds since 1970 of `time`; 0 before 1970, saturating after 2554.
+#[cfg(feature = "std")]
 pub(crate) fn unix_nanos(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, nanos)
 }
 
 /// Milliseconds since 1970 of `time`, rounded down; 0 before 1970.
+#[cfg(feature = "std")]
 pub(crate) fn unix_millis(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH).map_or(0, millis)
 }
 
 /// How far the instant `to_millis` lies ahead of `from_millis` (behind:
 /// negative), saturating.
+#[cfg(feature = "std")]
 pub(crate) fn lead_millis(to_millis: u64, from_millis: u64) -> i64 {
     let lead = i128::from(to_millis) - i128::from(from_millis);
     i64::try_from(lead).unwrap_or(if lead < 0 { i64::MIN } else { i64::MAX })
@@ -87,13 +93,16 @@ impl fmt::Display for Rfc3339 {
 /// millisecond, and how long ago it was or how soon it comes, by the clock
 /// that `now_millis` was read from: `2026-12-01T19:05:31.808Z, 3.2 s ago`.
 #[derive(Clone, Copy, Debug)]
+#[cfg(feature = "std")]
 pub(crate) struct Moment {
     pub(crate) unix_millis: u64,
     pub(crate) now_millis: u64,
 }
 
+#[cfg(feature = "std")]
 impl Moment {
     /// `unix_millis`, aged by the system's clock when it is said.
+    #[cfg(feature = "std")]
     pub(crate) fn now(unix_millis: u64) -> Moment {
         Moment {
             unix_millis,
@@ -102,11 +111,24 @@ impl Moment {
     }
 }
 
+/// An instant as a message says it: a [`Moment`], aged by the system's
+/// clock; without `std`, where no clock is the machine's, the instant alone.
+#[cfg(feature = "std")]
+pub(crate) fn moment(unix_millis: u64) -> Moment {
+    Moment::now(unix_millis)
+}
+#[cfg(not(feature = "std"))]
+pub(crate) fn moment(unix_millis: u64) -> Rfc3339 {
+    Rfc3339(unix_millis)
+}
+
 /// The system's clock, in ms since 1970.
+#[cfg(feature = "std")]
 pub(crate) fn unix_millis_now() -> u64 {
     unix_millis(SystemTime::now())
 }
 
+#[cfg(feature = "std")]
 impl fmt::Display for Moment {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}, ", Rfc3339(self.unix_millis))?;
@@ -126,8 +148,10 @@ impl fmt::Display for Moment {
 /// A span of milliseconds, sized to be read: `412 ms`, `3.2 s`, `4.1 min`,
 /// `3.0 h`, `12.3 days`.
 #[derive(Clone, Copy, Debug)]
+#[cfg(feature = "std")]
 pub(crate) struct Span(pub(crate) u64);
 
+#[cfg(feature = "std")]
 impl fmt::Display for Span {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0;

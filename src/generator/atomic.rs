@@ -6,7 +6,9 @@ use super::core::Core;
 use super::error::BuildError;
 use super::front::{Generator, Raw, Reserved, Start};
 use super::state::{Refusal, TickCounter, tick_counter_methods};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
+#[cfg(feature = "std")]
+use crate::clock::SystemClock;
 use crate::lease::Claim;
 
 /// Lock-free: timestamp and sequence packed in one `AtomicU64`.
@@ -39,7 +41,13 @@ use crate::lease::Claim;
 /// assert_eq!(ids.len(), 4);
 /// # Ok::<(), flakegen::Error>(())
 /// ```
+#[cfg(feature = "std")]
 pub type AtomicGenerator<C = SystemClock> = Generator<Atomic, C>;
+
+/// Lock-free: timestamp and sequence packed in one `AtomicU64` (a
+/// `portable-atomic` one where the target has no 64-bit atomics).
+#[cfg(not(feature = "std"))]
+pub type AtomicGenerator<C> = Generator<Atomic, C>;
 
 /// The atomic strategy's state.
 pub struct Atomic {

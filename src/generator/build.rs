@@ -2,9 +2,13 @@
 //! its own thread and waited for, the core put together, and the raw
 //! strategy started on the first tick it may issue.
 
+#[cfg(feature = "std")]
 use core::fmt;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use core::time::Duration;
+
+use alloc::sync::Arc;
+#[cfg(feature = "std")]
+use std::time::Instant;
 
 use super::claims::Claims;
 use super::core::{Core, Readiness};
@@ -12,11 +16,15 @@ use super::error::BuildError;
 use super::front::{Generator, Raw, Start};
 use super::seats::Seat;
 use super::state::TickRules;
-use crate::clock::units::{floor_millis, nanos, unix_millis};
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
+#[cfg(feature = "std")]
+use crate::clock::SystemClock;
+use crate::clock::units::{floor_millis, nanos};
 use crate::id::Snowflake;
 use crate::layout::{Fields, Layout};
-use crate::lease::{Claim, Lease, LeaseHandle, Pending};
+use crate::lease::Claim;
+#[cfg(feature = "std")]
+use crate::lease::{Lease, LeaseHandle, Pending};
 
 /// A generator's settings as the builder collects them, before validation.
 #[derive(Clone, Debug)]
@@ -28,9 +36,11 @@ pub(crate) struct Settings<C> {
     pub(crate) max_lead: Duration,
     pub(crate) max_wait: Duration,
     pub(crate) resume_after: Option<Snowflake>,
+    #[cfg(feature = "std")]
     pub(crate) lease: Option<LeaseSetting>,
 }
 
+#[cfg(feature = "std")]
 /// A lease as the builder was given it, with the generator's clock shared
 /// with the lease's thread.
 #[derive(Clone)]
@@ -39,6 +49,7 @@ pub(crate) struct LeaseSetting {
     pub(crate) clock: Arc<dyn Clock>,
 }
 
+#[cfg(feature = "std")]
 impl fmt::Debug for LeaseSetting {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The clock is the builder's, shown beside it.
@@ -49,18 +60,28 @@ impl fmt::Debug for LeaseSetting {
 /// The default of [`Builder::max_wait`](crate::Builder::max_wait).
 pub(crate) const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 
+#[cfg(feature = "std")]
 /// The longest a waiting build sleeps before it looks at its lease again.
 const START_NAP: Duration = Duration::from_millis(50);
 
+#[cfg(feature = "std")]
 impl Settings<SystemClock> {
     pub(crate) const fn new() -> Self {
+        Settings::on(SystemClock)
+    }
+}
+
+impl<C> Settings<C> {
+    /// The defaults, on `clock`.
+    pub(crate) const fn on(clock: C) -> Self {
         Settings {
             layout: Layout::TWITTER,
             worker: None,
-            clock: SystemClock,
+            clock,
             max_lead: Duration::ZERO,
             max_wait: DEFAULT_MAX_WAIT,
             resume_after: None,
+            #[cfg(feature = "std")]
             lease: None,
         }
     }
@@ -74,9 +95,11 @@ struct Prepared<C> {
     rules: TickRules,
     max_wait_nanos: u64,
     resume_after: Option<Fields>,
+    #[cfg(feature = "std")]
     pending: Option<Pending>,
 }
 
+#[cfg(feature = "std")]
 /// A build's wait for its lease's start.
 struct StartWait {
     /// How long the build may wait beyond `max_wait` (`Lease::start_wait`).
@@ -86,6 +109,14 @@ struct StartWait {
 }
 
 impl<C: Clock> Core<C> {
+    /// Validates `settings` and puts the core together: without `std`
+    /// there is no lease to wait for.
+    #[cfg(not(feature = "std"))]
+    fn build(settings: Settings<C>) -> Result<(Core<C>, u64), BuildError> {
+        Prepared::new(settings)?.finish()
+    }
+
+    #[cfg(feature = "std")]
     /// Validates `settings`, acquires the lease if any (waiting for a
     /// previous holder's fence), and returns the core and the tick to count
     /// on from. A build that fails once the lease is acquired gives it back,
@@ -139,6 +170,7 @@ impl<C: Clock> Core<C> {
     }
 }
 
+#[cfg(feature = "std")]
 impl StartWait {
     fn new(start_wait: Duration) -> Self {
         StartWait {
@@ -158,6 +190,7 @@ impl<C: Clock> Prepared<C> {
             max_lead,
             max_wait,
             resume_after,
+            #[cfg(feature = "std")]
             lease,
         } = settings;
         if let Some(worker) = worker.filter(|&w| w > layout.max_worker()) {
@@ -169,7 +202,7 @@ impl<C: Clock> Prepared<C> {
         let now = clock.unix_nanos();
         if now < layout.unit_start_nanos(0) {
             return Err(BuildError::EpochInFuture {
-                epoch_unix_millis: unix_millis(layout.epoch()),
+                epoch_unix_millis: layout.epoch_unix_millis(),
                 now_unix_millis: floor_millis(now),
             });
         }
@@ -177,7 +210,7 @@ impl<C: Clock> Prepared<C> {
             // A generator built now could only issue the last unit, which an
             // earlier one may have issued already: every restart would repeat it.
             return Err(BuildError::LayoutExhausted {
-                end_unix_millis: unix_millis(layout.exhausted_at()),
+                end_unix_millis: layout.exhausted_at_unix_millis(),
             });
         }
         let unit_nanos = layout.unit_nanos();
@@ -191,6 +224,7 @@ impl<C: Clock> Prepared<C> {
                     .map_err(BuildError::ResumeAfterOtherLayout)
             })
             .transpose()?;
+        #[cfg(feature = "std")]
         let pending = match (worker, lease) {
             (Some(_), Some(_)) => return Err(BuildError::WorkerAndLease),
             (None, None) => return Err(BuildError::NoWorker),
@@ -199,16 +233,22 @@ impl<C: Clock> Prepared<C> {
                 Some(lease.start(layout, clock, max_lead)?)
             }
         };
+        #[cfg(not(feature = "std"))]
+        if worker.is_none() {
+            return Err(BuildError::NoWorker);
+        }
         Ok(Prepared {
             worker,
             clock,
             rules,
             max_wait_nanos,
             resume_after,
+            #[cfg(feature = "std")]
             pending,
         })
     }
 
+    #[cfg(feature = "std")]
     /// One step of waiting for the lease's start (the previous holder's
     /// fence) where it lies further ahead than `max_wait`: how long to sleep
     /// before the next step, or `None` once the generator's own wait is
@@ -255,7 +295,7 @@ impl<C: Clock> Prepared<C> {
     fn fence_exhausted(&self, claim: &Claim) -> BuildError {
         BuildError::FenceExhausted {
             worker: claim.worker(),
-            end_unix_millis: unix_millis(self.rules.layout().exhausted_at()),
+            end_unix_millis: self.rules.layout().exhausted_at_unix_millis(),
         }
     }
 
@@ -277,7 +317,7 @@ impl<C: Clock> Prepared<C> {
             Readiness::Within(_) => Ok(last),
             Readiness::Exhausted if claim.last() >= resume_last => Err(self.fence_exhausted(claim)),
             Readiness::Exhausted => Err(BuildError::ResumeAfterExhausted {
-                end_unix_millis: unix_millis(layout.exhausted_at()),
+                end_unix_millis: layout.exhausted_at_unix_millis(),
             }),
             Readiness::Beyond(wait_nanos) => Err(BuildError::ResumeAhead { wait_nanos }),
         }
@@ -285,8 +325,15 @@ impl<C: Clock> Prepared<C> {
 
     /// The core, once the lease (if any) is acquired and its start within
     /// `max_wait`; and the tick to count on from.
-    fn finish(self, lease: Option<LeaseHandle>) -> Result<(Core<C>, u64), BuildError> {
-        let (claim, seat, floor) = match &lease {
+    fn finish(
+        self,
+        #[cfg(feature = "std")] lease: Option<LeaseHandle>,
+    ) -> Result<(Core<C>, u64), BuildError> {
+        #[cfg(feature = "std")]
+        let leased = lease.as_ref().map(LeaseHandle::latest);
+        #[cfg(not(feature = "std"))]
+        let leased = None;
+        let (claim, seat, floor) = match leased {
             None => {
                 // Checked when preparing: a generator without a lease has one.
                 let worker = self.worker.ok_or(BuildError::NoWorker)?;
@@ -295,17 +342,18 @@ impl<C: Clock> Prepared<C> {
                 let claim = Arc::new(Claim::unleased(&layout, worker));
                 (claim, Some(seat), floor)
             }
-            Some(lease) => (lease.latest(), None, 0),
+            Some(claim) => (claim, None, 0),
         };
         let last = self.start(&claim, floor)?;
-        let core = Core::from_parts(
-            self.clock,
-            self.rules,
-            self.max_wait_nanos,
-            Claims::new(claim),
+        let core = Core {
+            clock: self.clock,
+            rules: self.rules,
+            max_wait_nanos: self.max_wait_nanos,
+            claims: Claims::new(claim),
+            #[cfg(feature = "std")]
             lease,
             seat,
-        );
+        };
         Ok((core, last))
     }
 }
@@ -349,6 +397,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     }
 }
 
+#[cfg(feature = "std")]
 impl<R: Start<SystemClock>> Generator<R, SystemClock> {
     /// A generator for `worker` with the defaults of [`Builder`](crate::Builder).
     ///

@@ -1,16 +1,26 @@
 //! Configuring a generator.
 
-use std::time::Duration;
+use core::time::Duration;
 
-use std::sync::Arc;
+#[cfg(feature = "std")]
+use alloc::boxed::Box;
+#[cfg(feature = "std")]
+use alloc::sync::Arc;
 
-use super::build::{LeaseSetting, Settings};
+use super::AtomicGenerator;
+#[cfg(feature = "std")]
+use super::build::LeaseSetting;
+use super::build::Settings;
 use super::error::BuildError;
 use super::front::{Generator, Start};
-use super::{AtomicGenerator, IdGenerator, MutexGenerator, Strategy, Ticker, TickerGenerator};
-use crate::clock::{Clock, SystemClock};
+#[cfg(feature = "std")]
+use super::{IdGenerator, MutexGenerator, Strategy, Ticker, TickerGenerator};
+use crate::clock::Clock;
+#[cfg(feature = "std")]
+use crate::clock::SystemClock;
 use crate::id::Snowflake;
 use crate::layout::Layout;
+#[cfg(feature = "std")]
 use crate::lease::Lease;
 
 /// Configures and builds a generator of any strategy.
@@ -38,10 +48,44 @@ use crate::lease::Lease;
 /// ```
 #[derive(Clone, Debug)]
 #[must_use = "a builder does nothing until one of its `build` methods is called"]
+#[cfg(feature = "std")]
 pub struct Builder<C = SystemClock> {
     settings: Settings<C>,
 }
 
+/// Configures and builds a generator; without `std`, on a clock of the
+/// program's own ([`Builder::on`]).
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until one of its `build` methods is called"]
+#[cfg(not(feature = "std"))]
+pub struct Builder<C> {
+    settings: Settings<C>,
+}
+
+impl<C: Clock> Builder<C> {
+    /// A builder with the defaults, on `clock`: what
+    /// `Builder::new().clock(clock)` makes, and without `std`, where there
+    /// is no system clock, the way to start.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use flakegen::{Builder, IdGenerator};
+    /// use flakegen::clock::ManualClock;
+    ///
+    /// let clock = ManualClock::from_unix_millis(1_700_000_000_000);
+    /// let generator = Builder::on(clock).worker(3).build_atomic()?;
+    /// assert_eq!(generator.next_id()?.as_u64() >> 22, 1_700_000_000_000 - 1_288_834_974_657);
+    /// # Ok::<(), flakegen::Error>(())
+    /// ```
+    pub const fn on(clock: C) -> Self {
+        Builder {
+            settings: Settings::on(clock),
+        }
+    }
+}
+
+#[cfg(feature = "std")]
 impl Builder<SystemClock> {
     /// A builder with the defaults.
     pub const fn new() -> Self {
@@ -51,12 +95,14 @@ impl Builder<SystemClock> {
     }
 }
 
+#[cfg(feature = "std")]
 impl Default for Builder<SystemClock> {
     fn default() -> Self {
         Builder::new()
     }
 }
 
+#[cfg(feature = "std")]
 impl<C: Clock + Clone + 'static> Builder<C> {
     /// Leases the worker id on the terms of `lease` (registry, namespace,
     /// TTL, renewal, skew), instead of taking it from [`worker`](Self::worker).
@@ -126,6 +172,7 @@ impl<C: Clock> Builder<C> {
             max_lead,
             max_wait,
             resume_after,
+            #[cfg(feature = "std")]
             lease,
         } = self.settings;
         Builder {
@@ -136,6 +183,7 @@ impl<C: Clock> Builder<C> {
                 max_lead,
                 max_wait,
                 resume_after,
+                #[cfg(feature = "std")]
                 lease: lease.map(|LeaseSetting { lease, .. }| LeaseSetting {
                     lease,
                     clock: Arc::new(clock.clone()),
@@ -211,6 +259,7 @@ impl<C: Clock> Builder<C> {
     /// # Errors
     ///
     /// As for [`build_atomic`](Self::build_atomic).
+    #[cfg(feature = "std")]
     pub fn build_mutex(self) -> Result<MutexGenerator<C>, BuildError> {
         self.build_raw()
     }
@@ -221,6 +270,7 @@ impl<C: Clock> Builder<C> {
     ///
     /// As for [`build_atomic`](Self::build_atomic), and
     /// [`BuildError::TickerSpawn`] when the thread cannot be started.
+    #[cfg(feature = "std")]
     pub fn build_ticker(self) -> Result<TickerGenerator<C>, BuildError>
     where
         C: Clone + 'static,
@@ -236,6 +286,7 @@ impl<C: Clock> Builder<C> {
     /// # Errors
     ///
     /// As for [`build_atomic`](Self::build_atomic).
+    #[cfg(feature = "std")]
     pub fn build_ticker_without_thread(self) -> Result<TickerGenerator<C>, BuildError> {
         Generator::assemble(self.settings, Ticker::without_thread)
     }
@@ -256,6 +307,7 @@ impl<C: Clock> Builder<C> {
     /// assert_eq!(generator.worker(), 9);
     /// # Ok::<(), flakegen::Error>(())
     /// ```
+    #[cfg(feature = "std")]
     pub fn build(self, strategy: Strategy) -> Result<Box<dyn IdGenerator>, BuildError>
     where
         C: Clone + 'static,

@@ -25,20 +25,29 @@
 
 #![allow(unsafe_code)]
 
-use std::sync::Arc;
-
-use parking_lot::Mutex;
+use alloc::sync::Arc;
+#[cfg(feature = "std")]
+use alloc::vec::Vec;
 
 use crate::lease::Claim;
 use crate::sync::{AtomicPtr, Ordering};
+#[cfg(feature = "std")]
+use crate::sync::{Lock, lock};
 
 /// The claim in force, and every claim that ever was.
 pub(crate) struct Claims {
     /// Points into `kept`: the claim calls issue under.
     current: AtomicPtr<Claim>,
-    kept: Mutex<Kept>,
+    #[cfg(feature = "std")]
+    kept: Lock<Kept>,
+    /// Without `std` there is no lease, and no claim after the first: it
+    /// is kept here, never read, owning what `current` points to.
+    #[cfg(not(feature = "std"))]
+    #[allow(dead_code)]
+    first: Arc<Claim>,
 }
 
+#[cfg(feature = "std")]
 struct Kept {
     claims: Vec<Arc<Claim>>,
     /// The generator shut down: no claim is installed any more.
@@ -49,10 +58,13 @@ impl Claims {
     pub(crate) fn new(first: Arc<Claim>) -> Claims {
         Claims {
             current: AtomicPtr::new(Arc::as_ptr(&first).cast_mut()),
-            kept: Mutex::new(Kept {
-                claims: vec![first],
+            #[cfg(feature = "std")]
+            kept: Lock::new(Kept {
+                claims: alloc::vec![first],
                 shut: false,
             }),
+            #[cfg(not(feature = "std"))]
+            first,
         }
     }
 
@@ -72,13 +84,14 @@ impl Claims {
     /// Makes `next` the claim in force, after `advance` moved the tick
     /// counter past what it may not issue (steps 1 and 2); returns it. `None`
     /// once the generator shut down: nothing is installed, nothing moved.
+    #[cfg(feature = "std")]
     pub(crate) fn install(&self, next: Arc<Claim>, advance: impl FnOnce(&Claim)) -> Option<&Claim> {
-        let mut kept = self.kept.lock();
+        let mut kept = lock(&self.kept);
         if kept.shut {
             return None;
         }
         let pointer = Arc::as_ptr(&next).cast_mut();
-        if !std::ptr::eq(self.current.load(Ordering::Relaxed), pointer) {
+        if !core::ptr::eq(self.current.load(Ordering::Relaxed), pointer) {
             advance(&next);
             kept.claims.push(next);
             // Release: see `current`.
@@ -89,8 +102,9 @@ impl Claims {
     }
 
     /// Installs nothing from now on; returns the claim in force, the last.
+    #[cfg(feature = "std")]
     pub(crate) fn shut(&self) -> &Claim {
-        self.kept.lock().shut = true;
+        lock(&self.kept).shut = true;
         self.current()
     }
 }

@@ -3,17 +3,20 @@
 //! lease or the seat, the waiting, and the mapping of refusals to errors.
 
 use core::fmt;
-use std::time::{Duration, Instant};
+#[cfg(feature = "std")]
+use core::time::Duration;
 
 use super::claims::Claims;
 use super::error::IssueError;
 use super::seats::Seat;
 use super::state::{Refusal, TickRules};
+use super::wait::Instant;
 use crate::clock::Clock;
-use crate::clock::units::unix_millis;
 use crate::id::Snowflake;
 use crate::layout::Layout;
-use crate::lease::{Claim, LeaseHandle, Release};
+use crate::lease::Claim;
+#[cfg(feature = "std")]
+use crate::lease::{LeaseHandle, Release};
 use crate::meter;
 
 /// What every strategy shares, validated once when building.
@@ -26,6 +29,7 @@ pub struct Core<C> {
     /// The worker and the fence the ticks are issued under: one claim
     /// without a lease, a new one each time a lease heals.
     pub(super) claims: Claims,
+    #[cfg(feature = "std")]
     pub(super) lease: Option<LeaseHandle>,
     /// Its place among this process's generators, without a lease (see
     /// `seats.rs`).
@@ -68,30 +72,16 @@ impl Readiness {
 }
 
 impl<C: Clock> Core<C> {
-    pub(super) fn from_parts(
-        clock: C,
-        rules: TickRules,
-        max_wait_nanos: u64,
-        claims: Claims,
-        lease: Option<LeaseHandle>,
-        seat: Option<Seat>,
-    ) -> Self {
-        Core {
-            clock,
-            rules,
-            max_wait_nanos,
-            claims,
-            lease,
-            seat,
-        }
-    }
-
     /// The lease's namespace, for the metrics' labels; empty without a lease.
     pub(crate) fn namespace(&self) -> &str {
-        self.lease.as_ref().map_or("", LeaseHandle::namespace)
+        #[cfg(feature = "std")]
+        return self.lease.as_ref().map_or("", LeaseHandle::namespace);
+        #[cfg(not(feature = "std"))]
+        ""
     }
 
     /// When the tick after `last` may be issued, as the clock reads now.
+    #[cfg(feature = "std")]
     pub(super) fn readiness(&self, last: u64) -> Readiness {
         Readiness::of(
             &self.rules,
@@ -107,6 +97,7 @@ impl<C: Clock> Core<C> {
     }
 
     /// The clock's unit now.
+    #[cfg(feature = "std")]
     #[inline]
     pub(crate) fn now(&self) -> u64 {
         self.layout().units_since_epoch(self.clock.unix_nanos())
@@ -150,12 +141,17 @@ impl<C: Clock> Core<C> {
     /// `max_wait` bounds every wait, whatever the generator's clock does
     /// meanwhile (stops, steps back). `None`: no bound.
     pub(super) fn give_up(&self) -> Option<Instant> {
-        Instant::now().checked_add(Duration::from_nanos(self.max_wait_nanos))
+        #[cfg(feature = "std")]
+        return Instant::now().checked_add(Duration::from_nanos(self.max_wait_nanos));
+        // Without `std` no call waits (see `wait.rs`).
+        #[cfg(not(feature = "std"))]
+        None
     }
 
     /// Whether `claim`'s fence may yet move, or a new lease follow it: a
     /// renewal or a heal is on its way, as far as anyone can tell, unless
     /// the generator shut down or its lease was lost for good.
+    #[cfg(feature = "std")]
     pub(super) fn lease_may_move(&self, claim: &Claim) -> bool {
         self.lease
             .as_ref()
@@ -188,13 +184,18 @@ impl<C: Clock> Core<C> {
         issued.map_err(|e| meter::refused(e, self.namespace()))
     }
 
-    /// What a dropped generator leaves behind: its seat in the process, with
-    /// the last tick it handed out (`last_issued`), or its lease, whose
-    /// `release` it waits for within `Lease::release_wait`.
-    pub(super) fn leave(&self, last_issued: u64, release: Release) {
+    /// What a dropped generator leaves behind without a lease: its seat in
+    /// the process, with the last tick it handed out (`last_issued`).
+    pub(super) fn leave_seat(&self, last_issued: u64) {
         if let Some(seat) = &self.seat {
             seat.leave(last_issued);
         }
+    }
+
+    /// What a dropped leased generator waits for: its lease's `release`,
+    /// within `Lease::release_wait`.
+    #[cfg(feature = "std")]
+    pub(super) fn await_release(&self, release: Release) {
         let wait = self.lease.as_ref().map(LeaseHandle::release_wait);
         if let Some(wait) = wait.filter(|wait| !wait.is_zero()) {
             // Whatever the outcome, the lease expires at worst.
@@ -205,7 +206,7 @@ impl<C: Clock> Core<C> {
     #[cold]
     pub(super) fn exhausted(&self) -> IssueError {
         IssueError::TimestampExhausted {
-            end_unix_millis: unix_millis(self.layout().exhausted_at()),
+            end_unix_millis: self.layout().exhausted_at_unix_millis(),
         }
     }
 }
@@ -214,7 +215,7 @@ impl<C> fmt::Debug for Core<C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Core")
             .field("layout", self.rules.layout())
-            .field("leased", &self.lease.is_some())
+            .field("leased", &self.seat.is_none())
             .finish_non_exhaustive()
     }
 }

@@ -5,10 +5,9 @@
 //! `Result<Snowflake, IssueError>` is 16 bytes and comes back in registers.
 
 use core::fmt;
-use std::time::Duration;
+use core::time::Duration;
 
-use crate::clock::units::Moment;
-use crate::clock::units::Rfc3339;
+use crate::clock::units::{Rfc3339, moment};
 use crate::id::IdError;
 
 /// Why an ID could not be issued: the only error of
@@ -113,7 +112,7 @@ impl fmt::Display for IssueError {
                 f,
                 "the layout's timestamp ran out at {}: check that the clock is right, then \
                  move to a layout with a later epoch or more timestamp bits",
-                Moment::now(end_unix_millis)
+                moment(end_unix_millis)
             ),
             IssueError::LeaseLost { fence_unix_millis } => write!(
                 f,
@@ -122,7 +121,7 @@ impl fmt::Display for IssueError {
                  again, which it does by itself; retry shortly. Its lease() says which, and \
                  until when; only with Lease::reacquire off is a loss final (then build a new \
                  generator)",
-                Moment::now(fence_unix_millis)
+                moment(fence_unix_millis)
             ),
             IssueError::ShutDown => f.write_str(
                 "this generator was shut down and gave its worker id back: build a new \
@@ -138,7 +137,7 @@ impl fmt::Display for IssueError {
     }
 }
 
-impl std::error::Error for IssueError {}
+impl core::error::Error for IssueError {}
 
 /// Why a generator could not be built.
 #[derive(Debug)]
@@ -181,9 +180,11 @@ pub enum BuildError {
         wait_nanos: u64,
     },
     /// The ticker's thread could not be started.
+    #[cfg(feature = "std")]
     TickerSpawn(std::io::Error),
     /// The lease's thread could not be started, or stopped (by a panic)
     /// before it acquired a worker id.
+    #[cfg(feature = "std")]
     LeaseSpawn(std::io::Error),
     /// The leased id's previous holder left a fence past the layout's end:
     /// nothing this generator could issue under it would fit. The lease was
@@ -196,6 +197,7 @@ pub enum BuildError {
     },
     /// Both a worker id and a lease were given: a leased generator's worker
     /// id is the one the registry grants.
+    #[cfg(feature = "std")]
     WorkerAndLease,
     /// Neither a worker id nor a lease was given: a generator must be told
     /// which worker it is, or two could issue the same IDs.
@@ -208,8 +210,10 @@ pub enum BuildError {
         worker: u64,
     },
     /// The lease's terms cannot work.
+    #[cfg(feature = "std")]
     InvalidLease(crate::lease::InvalidTerms),
     /// The lease could not be acquired.
+    #[cfg(feature = "std")]
     Lease(crate::lease::LeaseError),
     /// The leased id's previous holder left a fence further ahead of this
     /// generator's clock than its `max_wait`; the lease was given back.
@@ -261,11 +265,13 @@ impl fmt::Display for BuildError {
                  clocks, or raise max_wait",
                 Duration::from_nanos(*wait_nanos)
             ),
+            #[cfg(feature = "std")]
             BuildError::TickerSpawn(e) => write!(
                 f,
                 "could not start the ticker's thread ({e}): raise the thread limit, \
                  or use the atomic strategy, which needs no thread"
             ),
+            #[cfg(feature = "std")]
             BuildError::LeaseSpawn(e) => write!(
                 f,
                 "could not start the lease's thread ({e}): raise the thread limit, or give \
@@ -281,6 +287,7 @@ impl fmt::Display for BuildError {
                  move to a layout with a later epoch or more timestamp bits",
                 Rfc3339(*end_unix_millis)
             ),
+            #[cfg(feature = "std")]
             BuildError::WorkerAndLease => f.write_str(
                 "both a worker id and a lease were given: drop Builder::worker, \
                  the lease chooses the worker id",
@@ -299,7 +306,9 @@ impl fmt::Display for BuildError {
                  static), drop it first (the next one starts after its last ID), or give this \
                  one another worker id"
             ),
+            #[cfg(feature = "std")]
             BuildError::InvalidLease(terms) => write!(f, "invalid lease settings: {terms}"),
+            #[cfg(feature = "std")]
             BuildError::Lease(e) => write!(f, "could not lease a worker id: {e}"),
             BuildError::FenceAhead { worker, wait_nanos } => write!(
                 f,
@@ -313,6 +322,7 @@ impl fmt::Display for BuildError {
     }
 }
 
+#[cfg(feature = "std")]
 impl From<crate::lease::Refused> for BuildError {
     fn from(refused: crate::lease::Refused) -> Self {
         use crate::lease::Refused;
@@ -324,12 +334,15 @@ impl From<crate::lease::Refused> for BuildError {
     }
 }
 
-impl std::error::Error for BuildError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+impl core::error::Error for BuildError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             BuildError::ResumeAfterOtherLayout(e) => Some(e),
+            #[cfg(feature = "std")]
             BuildError::TickerSpawn(e) | BuildError::LeaseSpawn(e) => Some(e),
+            #[cfg(feature = "std")]
             BuildError::InvalidLease(e) => Some(e),
+            #[cfg(feature = "std")]
             BuildError::Lease(e) => Some(e),
             _ => None,
         }

@@ -10,17 +10,23 @@
 //! `ticker.rs`. Building one is `build.rs`.
 
 use core::fmt;
-use std::time::{Duration, Instant};
+use core::time::Duration;
 
 use super::IdGenerator;
-use super::core::{Core, Readiness};
+use super::core::Core;
+#[cfg(feature = "std")]
+use super::core::Readiness;
 use super::error::IssueError;
 use super::state::Refusal;
-use super::wait;
-use crate::clock::{Clock, SystemClock};
+use super::wait::{self, Instant};
+use crate::clock::Clock;
+#[cfg(feature = "std")]
+use crate::clock::SystemClock;
 use crate::id::Snowflake;
 use crate::layout::Layout;
-use crate::lease::{Claim, LeaseHandle, LeaseStatus, Release};
+use crate::lease::Claim;
+#[cfg(feature = "std")]
+use crate::lease::{LeaseHandle, LeaseStatus, Release};
 use crate::meter::{self, Cause};
 
 /// A Snowflake generator: the one implementation of [`IdGenerator`], over a
@@ -44,10 +50,29 @@ use crate::meter::{self, Cause};
 /// assert_eq!(mutex.worker(), 5);
 /// # Ok::<(), flakegen::Error>(())
 /// ```
+#[cfg(feature = "std")]
 pub struct Generator<R: Raw<C>, C: Clock = SystemClock> {
     raw: R,
     core: Core<C>,
 }
+
+/// A Snowflake generator: the one implementation of [`IdGenerator`], over a
+/// strategy `R` and a [`Clock`] `C` (without `std`, the clock is always the
+/// program's own).
+#[cfg(not(feature = "std"))]
+pub struct Generator<R: Raw<C>, C: Clock> {
+    raw: R,
+    core: Core<C>,
+}
+
+/// How `next_id` and `next_ids` wait: on the caller's thread; without
+/// `std`, where nothing can sleep, by giving the ticks back and saying how
+/// long (as `next_id_or_wait_hint` does), for the caller to wait its own way.
+const BLOCKING: Wait = if cfg!(feature = "std") {
+    Wait::Block
+} else {
+    Wait::GiveBack
+};
 
 /// What a call does when its ticks must wait for the clock.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -181,10 +206,12 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
         Generator { raw, core }
     }
 
+    #[cfg(feature = "std")]
     pub(crate) fn raw(&self) -> &R {
         &self.raw
     }
 
+    #[cfg(feature = "std")]
     pub(crate) fn core(&self) -> &Core<C> {
         &self.core
     }
@@ -279,12 +306,14 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
             }
         }
         self.raw.give_back(ticks.first, end);
+        #[cfg(feature = "std")]
         let cap_seen = claim.cap();
         let next = match self.next_claim(claim, false) {
             Ok(next) => next,
             // A renewal or a new lease may be a round trip away (a process
             // thawed past its fence renews at once): a call that waits for
             // the clock waits for it too, within the same max_wait.
+            #[cfg(feature = "std")]
             Err(IssueError::LeaseLost { .. }) if self.core.lease_may_move(claim) => match wait {
                 Wait::Block => self.await_lease(claim, cap_seen)?,
                 Wait::GiveBack => {
@@ -303,6 +332,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     /// the claim to go on under. Polled: the lease's thread signals nobody,
     /// and a wait here is rare (a thaw, a registry out of reach).
     #[cold]
+    #[cfg(feature = "std")]
     fn await_lease<'a>(&'a self, claim: &'a Claim, cap_seen: u64) -> Result<&'a Claim, IssueError> {
         let give_up = self.core.give_up();
         let waiting = meter::Waiting::begin();
@@ -362,21 +392,27 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
     /// claim's IDs may start.
     #[cold]
     fn next_claim(&self, claim: &Claim, say_wait: bool) -> Result<&Claim, IssueError> {
-        let core = &self.core;
         if claim.is_copy() {
             // The lease's state is the parent's, and so are its locks.
             return Err(IssueError::Copied);
         }
-        let refused = || core.refusal_error(Refusal::Fenced, claim, 0);
-        let current = core.claims.current();
-        if !std::ptr::eq(current, claim) {
+        let current = self.core.claims.current();
+        if !core::ptr::eq(current, claim) {
             return Ok(current);
         }
+        self.newest_leased(claim, say_wait)
+    }
+
+    /// `next_claim` when `claim` is the one in force: the lease's newest.
+    #[cfg(feature = "std")]
+    fn newest_leased(&self, claim: &Claim, say_wait: bool) -> Result<&Claim, IssueError> {
+        let core = &self.core;
+        let refused = || core.refusal_error(Refusal::Fenced, claim, 0);
         let Some(lease) = &core.lease else {
             return Err(refused());
         };
         let latest = lease.latest();
-        if std::ptr::eq(&*latest, claim) || claim.fence().is_closed() {
+        if core::ptr::eq(&*latest, claim) || claim.fence().is_closed() {
             return Err(refused());
         }
         match core.readiness(latest.last()) {
@@ -388,6 +424,12 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
                 .install(latest, |next| self.raw.advance(core, next.last()))
                 .ok_or_else(refused),
         }
+    }
+
+    /// Without `std` there is no lease: the one claim's fence is the end.
+    #[cfg(not(feature = "std"))]
+    fn newest_leased(&self, claim: &Claim, _say_wait: bool) -> Result<&Claim, IssueError> {
+        Err(self.core.refusal_error(Refusal::Fenced, claim, 0))
     }
 
     /// Fills `ids` with the IDs of the ticks `issue` hands out for them; an
@@ -436,15 +478,19 @@ impl<R: Raw<C>, C: Clock> Drop for Generator<R, C> {
             // parts skip their own clean-up likewise).
             return;
         }
-        let release = self.shutdown();
-        self.core.leave(self.raw.last_issued(), release);
+        #[cfg(feature = "std")]
+        {
+            let release = self.shutdown();
+            self.core.await_release(release);
+        }
+        self.core.leave_seat(self.raw.last_issued());
     }
 }
 
 impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     #[inline]
     fn next_id(&self) -> Result<Snowflake, IssueError> {
-        let (tick, claim) = self.core.counted(self.issue(1, Wait::Block))?;
+        let (tick, claim) = self.core.counted(self.issue(1, BLOCKING))?;
         Ok(claim.id(self.core.layout(), tick))
     }
 
@@ -461,9 +507,7 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
     }
 
     fn next_ids(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
-        self.fill(ids, |count| {
-            self.core.counted(self.issue(count, Wait::Block))
-        })
+        self.fill(ids, |count| self.core.counted(self.issue(count, BLOCKING)))
     }
 
     fn next_ids_or_wait_hint(&self, ids: &mut [Snowflake]) -> Result<(), IssueError> {
@@ -486,6 +530,7 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
         Duration::from_nanos(self.core.max_wait_nanos)
     }
 
+    #[cfg(feature = "std")]
     fn lease(&self) -> Option<LeaseStatus> {
         if self.core.claims.current().is_copy() {
             // The parent's lease, behind the parent's locks.
@@ -494,6 +539,7 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
         self.core.lease.as_ref().map(LeaseHandle::status)
     }
 
+    #[cfg(feature = "std")]
     fn shutdown(&self) -> Release {
         let Some(lease) = &self.core.lease else {
             return Release::nothing();
@@ -522,16 +568,16 @@ impl<R: Raw<C>, C: Clock> IdGenerator for Generator<R, C> {
         // What the snapshot held is every copy's: none issues under it, and
         // none writes to its lease, whatever happens next.
         self.core.claims.current().disown();
-        match &self.core.lease {
-            Some(lease) => {
-                lease.abandon();
-                self.lease_again(lease)
-            }
-            None => Err(IssueError::Copied.into()),
+        #[cfg(feature = "std")]
+        if let Some(lease) = &self.core.lease {
+            lease.abandon();
+            return self.lease_again(lease);
         }
+        Err(IssueError::Copied.into())
     }
 }
 
+#[cfg(feature = "std")]
 impl<R: Raw<C>, C: Clock> Generator<R, C> {
     /// [`IdGenerator::after_restore`] for a leased generator, once its
     /// claim is disowned: leases again, waits for the new lease's start as

@@ -1,10 +1,12 @@
 //! The generator trait, the one front that implements it, and the three
 //! strategies behind that front.
 
-use std::sync::Arc;
+use alloc::boxed::Box;
+use alloc::sync::Arc;
 
 use crate::id::Snowflake;
 use crate::layout::Layout;
+#[cfg(feature = "std")]
 use crate::lease::{LeaseStatus, Release};
 
 #[cfg(feature = "tokio")]
@@ -16,10 +18,12 @@ mod claims;
 mod core;
 mod error;
 mod front;
+#[cfg(feature = "std")]
 mod mutex;
 mod seats;
 mod state;
 mod strategy;
+#[cfg(feature = "std")]
 mod ticker;
 mod wait;
 
@@ -29,10 +33,13 @@ pub use self::atomic::AtomicGenerator;
 pub use self::builder::Builder;
 pub use self::error::{BuildError, IssueError};
 pub use self::front::Generator;
+#[cfg(feature = "std")]
 pub use self::mutex::MutexGenerator;
 pub use self::strategy::{ParseStrategyError, Strategy};
+#[cfg(feature = "std")]
 pub use self::ticker::TickerGenerator;
 
+#[cfg(feature = "std")]
 use self::ticker::Ticker;
 
 /// A source of unique, increasing IDs for one worker.
@@ -154,7 +161,7 @@ pub trait IdGenerator: Send + Sync {
     /// The longest a call waits for the clock before it fails with
     /// [`IssueError::ClockBehind`] (see [`Builder::max_wait`](crate::Builder::max_wait)).
     /// Default: one second, the builder's default.
-    fn max_wait(&self) -> std::time::Duration {
+    fn max_wait(&self) -> ::core::time::Duration {
         build::DEFAULT_MAX_WAIT
     }
 
@@ -162,6 +169,7 @@ pub trait IdGenerator: Send + Sync {
     /// or `None` if it was given its worker id directly, or if it was built
     /// before this process was forked: the lease is the parent's, and every
     /// call here is refused with [`IssueError::Copied`].
+    #[cfg(feature = "std")]
     fn lease(&self) -> Option<LeaseStatus> {
         None
     }
@@ -188,6 +196,7 @@ pub trait IdGenerator: Send + Sync {
     /// assert_eq!(generator.next_id(), Err(IssueError::ShutDown));
     /// # Ok::<(), flakegen::Error>(())
     /// ```
+    #[cfg(feature = "std")]
     fn shutdown(&self) -> Release {
         Release::nothing()
     }
@@ -272,12 +281,14 @@ macro_rules! forward_id_generator {
             fn worker(&self) -> u64 {
                 (**self).worker()
             }
-            fn max_wait(&self) -> std::time::Duration {
+            fn max_wait(&self) -> ::core::time::Duration {
                 (**self).max_wait()
             }
+            #[cfg(feature = "std")]
             fn lease(&self) -> Option<LeaseStatus> {
                 (**self).lease()
             }
+            #[cfg(feature = "std")]
             fn shutdown(&self) -> Release {
                 (**self).shutdown()
             }

@@ -14,20 +14,34 @@
 //! A leased generator takes no seat: its worker id is the registry's to
 //! give, and the registry keeps two holders apart.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use alloc::collections::BTreeMap;
+use core::cmp::Ordering;
 
 use super::error::BuildError;
 use crate::layout::Layout;
 use crate::process::Generation;
+use crate::sync::{Lock, lock};
 
 /// A layout, a worker id, and the time the generator's clock tells (`None`:
 /// the machine's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Key {
     layout: Layout,
     worker: u64,
     time: Option<u64>,
+}
+
+impl Ord for Key {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let parts = |key: &Key| (key.layout.identity(), key.worker, key.time);
+        parts(self).cmp(&parts(other))
+    }
+}
+
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 /// A seat: taken while a generator lives, and the last tick handed out on it.
@@ -37,7 +51,7 @@ struct Place {
     last_tick: u64,
 }
 
-static SEATS: Mutex<Option<HashMap<Key, Place>>> = Mutex::new(None);
+static SEATS: Lock<BTreeMap<Key, Place>> = Lock::new(BTreeMap::new());
 
 /// A generator's seat, which it leaves when dropped (with its last tick;
 /// a build that failed leaves it as it found it).
@@ -72,14 +86,11 @@ impl Seat {
             worker,
             time,
         };
-        let mut seats = SEATS.lock().unwrap_or_else(PoisonError::into_inner);
-        let place = seats
-            .get_or_insert_with(HashMap::new)
-            .entry(key)
-            .or_insert(Place {
-                taken: false,
-                last_tick: 0,
-            });
+        let mut seats = lock(&SEATS);
+        let place = seats.entry(key).or_insert(Place {
+            taken: false,
+            last_tick: 0,
+        });
         if place.taken {
             return Err(BuildError::WorkerInUse { worker });
         }
@@ -97,8 +108,7 @@ impl Seat {
         if self.generation.is_past() {
             return;
         }
-        let mut seats = SEATS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(place) = seats.get_or_insert_with(HashMap::new).get_mut(&self.key) {
+        if let Some(place) = lock(&SEATS).get_mut(&self.key) {
             place.taken = false;
             place.last_tick = place.last_tick.max(last_tick);
         }

@@ -599,7 +599,7 @@ mod tests {
                     .timestamp_bits(ts)
                     .worker_bits(0)
                     .sequence_bits(s)
-                    .unit(std::time::Duration::from_nanos(unit_nanos))
+                    .unit(core::time::Duration::from_nanos(unit_nanos))
                     .epoch_unix_millis(epoch_ms)
                     .build()
                     .ok()

@@ -74,4 +74,4 @@ impl fmt::Display for ParseStrategyError {
     }
 }
 
-impl std::error::Error for ParseStrategyError {}
+impl core::error::Error for ParseStrategyError {}

@@ -298,7 +298,7 @@ impl Drop for Ticker {
         if self.generation.is_past() {
             // The thread runs in the parent: joining it here would wait
             // forever, and detaching it would touch the parent's copy.
-            std::mem::forget(self.thread.take());
+            core::mem::forget(self.thread.take());
             return;
         }
         if let Some(thread) = self.thread.take() {
