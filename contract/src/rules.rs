@@ -446,7 +446,14 @@ pub fn a_healthy_lease_is_never_refused(fixture: &dyn Fixture) {
         thread::sleep(Duration::from_micros(200));
     }
     assert!(count > 100);
-    assert_eq!(g.lease().unwrap().state, LeaseState::Held);
+    // Held, or retrying a renewal a busy server answered late (the fence
+    // still ahead, as every call above found): never lost.
+    let state = g.lease().unwrap().state;
+    assert!(
+        matches!(state, LeaseState::Held | LeaseState::Renewing),
+        "{}: the lease is {state:?}",
+        store.name()
+    );
 }
 
 /// Rule 4 and rule 8, with re-acquiring off: a lost lease runs to its
