@@ -118,6 +118,15 @@ pub(crate) fn report(quick: bool, wide: Layout) {
             }),
         ),
         (
+            "clock_fetch_add/tsc".into(),
+            Box::new(|n| {
+                for _ in 0..n {
+                    black_box(tsc.unix_nanos());
+                    black_box(counter.fetch_add(1, Ordering::Relaxed));
+                }
+            }),
+        ),
+        (
             "clock_mutex_u64/system".into(),
             Box::new(|n| {
                 for _ in 0..n {
@@ -177,6 +186,23 @@ pub(crate) fn report(quick: bool, wide: Layout) {
         rows.push(serde_json::json!({
             "id": name, "ns_per_call": ns_median, "ratio_to_peer_system": ratio,
             "ns_over_clock_read": over,
+        }));
+    }
+    // The atomic strategy over its floor, a clock read and one `fetch_add`
+    // on the same clock: what its rules cost beyond the bare mechanism.
+    println!();
+    for clock in ["system", "tsc"] {
+        let (atomic, floor) = (
+            position(&format!("atomic/{clock}")),
+            position(&format!("clock_fetch_add/{clock}")),
+        );
+        let mut over: Vec<f64> = (0..round_count)
+            .map(|r| ns[atomic][r] - ns[floor][r])
+            .collect();
+        let over = median(&mut over);
+        println!("  atomic/{clock} over clock_fetch_add/{clock}: {over:.2} ns");
+        rows.push(serde_json::json!({
+            "id": format!("atomic/{clock} - clock_fetch_add/{clock}"), "ns_per_call": over,
         }));
     }
     let path = environment::criterion_dir().join("floor.json");
