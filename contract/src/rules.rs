@@ -100,7 +100,10 @@ pub fn builds_racing_in_a_new_namespace_each_get_an_id(fixture: &dyn Fixture) {
         let generators: Vec<_> = thread::scope(|scope| {
             let builds: Vec<_> = (0..4)
                 .map(|_| {
-                    let builder = store.leased(FOUR, &ns);
+                    // A rule of which ids are free: at the suite's 300 ms a
+                    // renewal late on a busy machine loses a lease, whose
+                    // generator then shows the id it is taking again.
+                    let builder = store.leased_steadily(FOUR, &ns);
                     let start = &start;
                     scope.spawn(move || {
                         start.wait();
@@ -1171,10 +1174,11 @@ pub fn a_healing_holder_and_a_new_build_race_for_one_id(fixture: &dyn Fixture) {
         }
         // The holder won its id back: the build found every id held.
         Err(BuildError::Lease(LeaseError::AllHeld { held: 1, .. })) => {
-            assert_eq!(
-                a.lease().unwrap().state,
-                LeaseState::Held,
-                "{}",
+            // Held, or retrying a renewal a busy server answered late.
+            let state = a.lease().unwrap().state;
+            assert!(
+                matches!(state, LeaseState::Held | LeaseState::Renewing),
+                "{}: {state:?}",
                 store.name()
             );
             a.next_id().unwrap();
