@@ -204,8 +204,12 @@ mod imp {
                 let rc = unsafe { libc::pthread_atfork(None, None, Some(forked)) };
                 // It fails only without memory for the handler (ENOMEM): a
                 // child would then go unseen, which no caller could handle
-                // better than by stopping here.
-                assert_eq!(rc, 0, "pthread_atfork failed: out of memory");
+                // better than by stopping here. The next caller tries again
+                // rather than wait for a registration that never comes.
+                if rc != 0 {
+                    STATE.store(UNWATCHED, Ordering::Release);
+                    panic!("pthread_atfork failed: out of memory");
+                }
                 STATE.store(WATCHING, Ordering::Release);
             }
             // Registered by another thread a moment ago, or being: one
