@@ -86,10 +86,10 @@ fn current() -> u64 {
     GENERATION.load(Ordering::Relaxed)
 }
 
-#[cfg(feature = "std")]
 /// A value made at most once in each copy of the process: a forked child
 /// makes its own, and never uses or waits on its parent's (a lock the
 /// parent held at the fork would be held forever in the child).
+#[cfg(feature = "std")]
 pub(crate) struct PerCopy<T: 'static> {
     /// The value of the copy that made it last, leaked: an older copy's
     /// may still be in use there, and a child's copy of it is never freed.

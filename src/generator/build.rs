@@ -40,9 +40,9 @@ pub(crate) struct Settings<C> {
     pub(crate) lease: Option<LeaseSetting>,
 }
 
-#[cfg(feature = "std")]
 /// A lease as the builder was given it, with the generator's clock shared
 /// with the lease's thread.
+#[cfg(feature = "std")]
 #[derive(Clone)]
 pub(crate) struct LeaseSetting {
     pub(crate) lease: Lease,
@@ -60,8 +60,8 @@ impl fmt::Debug for LeaseSetting {
 /// The default of [`Builder::max_wait`](crate::Builder::max_wait).
 pub(crate) const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(1);
 
-#[cfg(feature = "std")]
 /// The longest a waiting build sleeps before it looks at its lease again.
+#[cfg(feature = "std")]
 const START_NAP: Duration = Duration::from_millis(50);
 
 #[cfg(feature = "std")]
@@ -99,8 +99,8 @@ struct Prepared<C> {
     pending: Option<Pending>,
 }
 
-#[cfg(feature = "std")]
 /// A build's wait for its lease's start.
+#[cfg(feature = "std")]
 struct StartWait {
     /// How long the build may wait beyond `max_wait` (`Lease::start_wait`).
     start_wait_nanos: u64,
@@ -116,11 +116,11 @@ impl<C: Clock> Core<C> {
         Prepared::new(settings)?.finish()
     }
 
-    #[cfg(feature = "std")]
     /// Validates `settings`, acquires the lease if any (waiting for a
     /// previous holder's fence), and returns the core and the tick to count
     /// on from. A build that fails once the lease is acquired gives it back,
     /// and waits (within the registry's timeout) for the registry to confirm.
+    #[cfg(feature = "std")]
     fn build(settings: Settings<C>) -> Result<(Core<C>, u64), BuildError> {
         let mut prepared = Prepared::new(settings)?;
         let Some(pending) = prepared.pending.take() else {
@@ -248,7 +248,6 @@ impl<C: Clock> Prepared<C> {
         })
     }
 
-    #[cfg(feature = "std")]
     /// One step of waiting for the lease's start (the previous holder's
     /// fence) where it lies further ahead than `max_wait`: how long to sleep
     /// before the next step, or `None` once the generator's own wait is
@@ -256,6 +255,7 @@ impl<C: Clock> Prepared<C> {
     /// [`Lease::start_wait`] refuses at once, and no wait outlasts what the
     /// first look saw, by the monotonic clock, so a clock that stops cannot
     /// hold the build. Sync and async builds sleep their own way between steps.
+    #[cfg(feature = "std")]
     fn start_step(
         &self,
         lease: &LeaseHandle,
