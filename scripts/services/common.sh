@@ -123,15 +123,19 @@ plant_marker_sql() {
 }
 
 # A wipe's SQL for a namespace ($1) and worker ($2), either optional:
-# everything of flakegen's, one namespace, or one record.
+# everything of flakegen's, one namespace, or one record. The namespace's
+# row goes before its records because flakegen's own writes lock them in
+# that order: PostgreSQL runs the two statements as one transaction, and
+# the other order met a renewal in a deadlock that the server broke by
+# failing the wipe.
 wipe_sql() {
   local ns=${1:-} worker=${2:-}
   ns=${ns//\'/\'\'}
   if [ -z "$ns" ]; then
     echo "DROP TABLE IF EXISTS flakegen_leases; DROP TABLE IF EXISTS flakegen_namespaces"
   elif [ -z "$worker" ]; then
-    echo "DELETE FROM flakegen_leases WHERE namespace = '$ns'; \
-          DELETE FROM flakegen_namespaces WHERE namespace = '$ns'"
+    echo "DELETE FROM flakegen_namespaces WHERE namespace = '$ns'; \
+          DELETE FROM flakegen_leases WHERE namespace = '$ns'"
   else
     echo "DELETE FROM flakegen_leases WHERE namespace = '$ns' AND worker = $worker"
   fi
