@@ -78,6 +78,11 @@ pub struct Layout {
     worker_shift: u32,
     sequence_shift: u32,
     unit_divisor: Divisor,
+    // `compose_tick`'s: a multiply by a power of two is a shift whose
+    // amount needs no register of its own, and the mask is not rebuilt.
+    sequence_mask: u64,
+    timestamp_scale: u64,
+    sequence_scale: u64,
 }
 
 /// The three fields of an ID, as numbers.
@@ -249,6 +254,9 @@ impl LayoutBuilder {
             worker_shift,
             sequence_shift,
             unit_divisor: Divisor::new(self.unit_nanos as u64),
+            sequence_mask: mask(s),
+            timestamp_scale: 1 << w,
+            sequence_scale: 1 << sequence_shift,
         })
     }
 }
@@ -684,11 +692,11 @@ impl Layout {
     /// The ID of a tick, with a worker field from [`worker_field`](Self::worker_field).
     #[inline]
     pub(crate) const fn compose_tick(&self, tick: u64, worker_field: u64) -> u64 {
-        // `max_sequence` without its branch for 64 bits: a sequence has at
-        // most 62 (a layout has a timestamp bit and a headroom bit).
-        let sequence_mask = self.ids_per_unit() - 1;
-        ((tick & !sequence_mask) << self.worker_bits)
-            | ((tick & sequence_mask) << self.sequence_shift)
+        // Wrapping: the scales are powers of two, so these are the shifts
+        // `<< worker_bits` and `<< sequence_shift`, and a tick of the
+        // layout's keeps every bit.
+        ((tick & !self.sequence_mask).wrapping_mul(self.timestamp_scale))
+            | ((tick & self.sequence_mask).wrapping_mul(self.sequence_scale))
             | worker_field
     }
 }
