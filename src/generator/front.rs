@@ -218,7 +218,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
 
     /// Reserves `count` ticks under the claim in force and returns the first
     /// once they may be issued, with the claim they were judged by.
-    #[inline]
+    #[inline(always)]
     fn issue(&self, count: u64, wait: Wait) -> Result<(u64, &Claim), IssueError> {
         // Before the reservation: see `claims.rs`.
         let claim = self.core.claims.current();
@@ -230,7 +230,7 @@ impl<R: Raw<C>, C: Clock> Generator<R, C> {
         self.issue_under(claim, count, wait)
     }
 
-    #[inline]
+    #[inline(always)]
     fn issue_under<'a>(
         &'a self,
         claim: &'a Claim,
