@@ -392,6 +392,8 @@ mod settings;
 mod slot;
 mod status;
 
+#[cfg(feature = "inspect")]
+pub use self::backend::client::url::redacted_url;
 pub use self::backend::connect::connect;
 #[cfg(feature = "inspect")]
 pub use self::backend::connect::{REGISTRIES, RegistryKind, RoundTrips};
@@ -407,8 +409,6 @@ pub use self::backend::mysql::MysqlRegistry;
 pub use self::backend::postgres::PostgresRegistry;
 #[cfg(feature = "redis")]
 pub use self::backend::redis::RedisRegistry;
-#[cfg(feature = "inspect")]
-pub use self::backend::url::redacted_url;
 pub(crate) use self::claim::Claim;
 #[cfg(feature = "inspect")]
 pub use self::distance::Distance;

@@ -273,7 +273,7 @@ pub fn connect(url: &str) -> Result<Arc<dyn Registry>, LeaseError> {
             feature: kind.feature,
         });
     };
-    super::url::check_shape(url)?;
+    super::client::url::check_shape(url)?;
     let registry = open(url)?;
     Ok(Arc::new(Reopening {
         url: url.to_owned(),

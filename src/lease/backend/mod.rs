@@ -64,7 +64,7 @@
 //! what counts as a loss; and `impl Registry`), `url.rs` (its URL, and the
 //! fix-it texts in its terms), `errors.rs` (its client's failures as a
 //! [`LeaseError`]), `inspect.rs` (the operators' views) and its transport
-//! (`session.rs` and `statements.rs` for SQL, `gateway.rs` over the shared `http.rs` for
+//! (`session.rs` and `statements.rs` for SQL, `gateway.rs` over the shared `client/http.rs` for
 //! etcd). Adding one touches, besides its folder: one entry of
 //! `REGISTRIES` in `connect.rs` (the CLI's help, the
 //! README's table, the crate's guide and every list of registries in the
@@ -80,14 +80,12 @@ use std::sync::Arc;
 
 // The registries stand on this module's trait, and `lease` shows them:
 // declared here, re-exported there, so that imports run one way.
-pub(super) mod budget;
 mod capability;
+pub(super) mod client;
 pub(super) mod connect;
 pub(super) mod error;
 #[cfg(feature = "etcd")]
 pub(super) mod etcd;
-#[cfg(any(feature = "etcd", feature = "kubernetes"))]
-mod http;
 pub(super) mod inspect;
 #[cfg(feature = "kubernetes")]
 pub(super) mod kubernetes;
@@ -96,16 +94,9 @@ pub(super) mod memory;
 pub(super) mod mysql;
 #[cfg(feature = "postgres")]
 pub(super) mod postgres;
-#[cfg(feature = "remote")]
-mod probe;
 mod record;
 #[cfg(feature = "redis")]
 pub(super) mod redis;
-#[cfg(feature = "remote")]
-mod remote;
-#[cfg(feature = "remote")]
-mod tls;
-pub(super) mod url;
 
 pub(crate) use self::error::LeaseError;
 #[cfg(feature = "etcd")]
@@ -119,8 +110,8 @@ pub use self::record::RecordState;
 pub(crate) use self::record::RecordState;
 pub use self::record::{Expect, NewRecord, Record};
 
-pub(crate) use self::budget::DEFAULT_TIMEOUT;
 pub use self::capability::{MarkerCheck, ReadCost, TimeBase};
+pub(crate) use self::client::budget::DEFAULT_TIMEOUT;
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
 /// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry`, `EtcdRegistry` and

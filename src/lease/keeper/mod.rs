@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Level;
 
-use super::backend::budget::{self, Budget};
+use super::backend::client::budget::{self, Budget};
 use super::backend::{DEFAULT_TIMEOUT, LeaseError, Registry};
 use super::claim::Claim;
 use super::fence;

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::super::{said, tls};
+use super::super::client::tls;
+use super::super::said;
 use super::EtcdRegistry;
 use super::gateway::{self, Gateway, code};
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
@@ -36,7 +37,7 @@ impl EtcdRegistry {
                         .rsplit_once(':')
                         .is_some_and(|(host, port)| {
                             port.parse().is_ok_and(|port| {
-                                tls::speaks_tls(host, port, super::super::probe::PROBE_TIME)
+                                tls::speaks_tls(host, port, super::super::client::probe::PROBE_TIME)
                             })
                         });
                 if tls_port {
@@ -54,12 +55,14 @@ impl EtcdRegistry {
             gateway::Error::Tls(e) => {
                 // A plain port does not answer a TLS handshake; it answers
                 // the gateway's own request in plain text.
-                let plain = self.remote.probe(super::super::probe::PROBE_TIME, async {
-                    let endpoint = &self.endpoints[0];
-                    let mut member = Gateway::connect(endpoint, None).await.ok()?;
-                    let status = member.call("/v3/maintenance/status", &json!({})).await;
-                    Some(status.is_ok_and(|s| s.get("header").is_some()))
-                });
+                let plain = self
+                    .remote
+                    .probe(super::super::client::probe::PROBE_TIME, async {
+                        let endpoint = &self.endpoints[0];
+                        let mut member = Gateway::connect(endpoint, None).await.ok()?;
+                        let status = member.call("/v3/maintenance/status", &json!({})).await;
+                        Some(status.is_ok_and(|s| s.get("header").is_some()))
+                    });
                 if plain.flatten() == Some(true) {
                     return LeaseError::WrongServer {
                         address,

@@ -14,11 +14,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::super::{budget, http};
+use super::super::client::{budget, http};
 
 /// What went wrong on one call: the HTTP client's error, whose `Status` is
 /// the gateway's gRPC code and message.
-pub(super) use super::super::http::Error;
+pub(super) use super::super::client::http::Error;
 
 /// gRPC's codes that the registry tells apart.
 pub(super) mod code {

@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
+use super::super::client::remote::Failure;
+use super::super::client::url::percent_decode;
 use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport, Verified};
-use super::super::remote::Failure;
-use super::super::url::percent_decode;
 use super::gateway::{Txn, number};
 use super::{EtcdRegistry, now_ms};
 use crate::lease::backend::LeaseError;

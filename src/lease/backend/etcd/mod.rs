@@ -23,7 +23,7 @@ use self::keys::Keys;
 use self::known::{Basis, Known, Stored};
 use self::records::{Filed, Found};
 use self::url::percent_encode;
-use super::remote::Remote;
+use super::client::remote::Remote;
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use crate::clock::units::{ceil_millis, floor_millis};
 use crate::clock::{Clock, SystemClock};

@@ -9,8 +9,9 @@ use std::task::Poll;
 
 use serde_json::{Value, json};
 
-use super::super::remote::{Connected, Failure};
-use super::super::{Source, budget, said};
+use super::super::client::budget;
+use super::super::client::remote::{Connected, Failure};
+use super::super::{Source, said};
 use super::EtcdRegistry;
 use super::gateway::{self, Answer, Gateway, Txn, number};
 use crate::lease::backend::LeaseError;
@@ -62,7 +63,7 @@ impl EtcdRegistry {
     /// question adds one `PROBE_TIME` to the call's timeout however many
     /// members are gone.
     ///
-    /// [`PROBE_TIME`]: super::super::probe::PROBE_TIME
+    /// [`PROBE_TIME`]: super::super::client::probe::PROBE_TIME
     fn leaderless(&self) -> Option<Source> {
         let asked = self.remote.probe(LEADER_PROBE, self.leader());
         match asked.flatten()? {
@@ -83,7 +84,7 @@ impl EtcdRegistry {
     /// error that moves the call to the next member, or, when no member
     /// answers or none knows a leader, ends it as a call without one would.
     async fn busy(&self, endpoint: &str) -> Result<(), gateway::Error> {
-        use super::super::probe::PROBE_TIME;
+        use super::super::client::probe::PROBE_TIME;
         let statuses = self.statuses(PROBE_TIME).await;
         let known: Vec<u64> = statuses.iter().filter_map(|(_, leader)| *leader).collect();
         let mine = statuses.iter().find(|(member, _)| *member == endpoint);
@@ -108,7 +109,7 @@ impl EtcdRegistry {
     /// Whether the members that answer at once know a leader; `None` if
     /// none answers (a cluster out of reach, not one without a leader).
     async fn leader(&self) -> Option<Leader> {
-        use super::super::probe::PROBE_TIME;
+        use super::super::client::probe::PROBE_TIME;
         let statuses = self.statuses(PROBE_TIME).await;
         let known: Vec<u64> = statuses.iter().filter_map(|(_, leader)| *leader).collect();
         if known.iter().any(|&leader| leader != 0) {
@@ -325,7 +326,7 @@ const RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How long asking every member for its leader may take.
 const LEADER_PROBE: std::time::Duration = {
-    use super::super::probe::PROBE_TIME;
+    use super::super::client::probe::PROBE_TIME;
     PROBE_TIME.saturating_add(PROBE_TIME.checked_div(4).expect("4 is not 0"))
 };
 

@@ -5,10 +5,10 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::super::probe::Speaks;
-use super::super::remote::Remote;
-use super::super::tls::{self, Verify};
-use super::super::url::percent_decode;
+use super::super::client::probe::Speaks;
+use super::super::client::remote::Remote;
+use super::super::client::tls::{self, Verify};
+use super::super::client::url::percent_decode;
 use super::EtcdRegistry;
 use super::known::Known;
 use crate::lease::backend::LeaseError;
@@ -50,10 +50,10 @@ impl EtcdRegistry {
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        super::super::url::check_shape(url)?;
+        super::super::client::url::check_shape(url)?;
         let given = url;
         let invalid = |reason: String| LeaseError::InvalidUrl {
-            reason: super::super::url::scrub(&reason, given),
+            reason: super::super::client::url::scrub(&reason, given),
         };
         let (url, params) = tls::take_params(url, &["sslrootcert"]);
         let (scheme, rest) = url.split_once("://").ok_or_else(|| {

@@ -7,11 +7,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::super::http;
+use super::super::client::http;
 
 /// What went wrong on one request, before the registry says it: the HTTP
 /// client's error, whose `Credential` is the token file's.
-pub(super) use super::super::http::Error;
+pub(super) use super::super::client::http::Error;
 
 /// What the API server answered: its status, its JSON (`Null` for a body
 /// that is none), and its clock.

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use super::super::{said, tls};
+use super::super::client::tls;
+use super::super::said;
 use super::KubernetesRegistry;
 use super::api::{self, Reply};
 use super::url::{TLS_FIX, TOKEN_FIX};

@@ -18,7 +18,7 @@ use serde_json::Value;
 use self::api::Token;
 use self::history::Seen;
 use self::objects::{Filed, Marker, Names, Object};
-use super::remote::Remote;
+use super::client::remote::Remote;
 use super::{
     Expect, LeaseError, MarkerCheck, NewRecord, ReadCost, ReadRequest, Registry, Snapshot,
     TimeBase, check_namespace,

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::super::remote::{Connected, Failure};
+use super::super::client::remote::{Connected, Failure};
 use super::KubernetesRegistry;
 use super::api::{self, Api, Reply};
 use crate::lease::backend::LeaseError;

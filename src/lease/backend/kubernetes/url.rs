@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use super::super::probe::Speaks;
-use super::super::remote::Remote;
-use super::super::tls::{self, Verify};
+use super::super::client::probe::Speaks;
+use super::super::client::remote::Remote;
+use super::super::client::tls::{self, Verify};
 use super::KubernetesRegistry;
 use super::api::Token;
 use crate::lease::backend::LeaseError;
@@ -45,7 +45,7 @@ impl KubernetesRegistry {
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed, names
     /// files that cannot be read, or is `kube:///` outside a pod.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        super::super::url::check_shape(url)?;
+        super::super::client::url::check_shape(url)?;
         let invalid = |reason: String| LeaseError::InvalidUrl { reason };
         let (url, params) = tls::take_params(url, &["token_file", "ca_file"]);
         let (scheme, rest) = url.split_once("://").ok_or_else(|| {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mysql_async::{Conn, OptsBuilder, SslOpts};
 
-use super::super::tls;
+use super::super::client::tls;
 use super::MysqlRegistry;
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
 use crate::lease::backend::LeaseError;

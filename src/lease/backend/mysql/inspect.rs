@@ -4,8 +4,8 @@
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
 
+use super::super::client::remote::Failure;
 use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport};
-use super::super::remote::Failure;
 use super::MysqlRegistry;
 use super::statements::{COLUMNS, MARK_IN_FORCE, NOW_MS};
 use crate::lease::backend::LeaseError;

@@ -16,8 +16,8 @@ use self::statements::{
     Candidates, MARK, MARK_IN_FORCE, NOW, SENTINEL, Write, candidates, head, landed, raise,
     swap_adopt, swap_insert, swap_update,
 };
+use super::client::remote::{Failure, Remote};
 use super::inspect::Verified;
-use super::remote::{Failure, Remote};
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, signed};
 
 /// Worker-id leases kept in a MySQL or MariaDB table, `flakegen_leases`

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, OptsBuilder, Row};
 
-use super::super::remote::{Connected, Failure};
+use super::super::client::remote::{Connected, Failure};
 use super::MysqlRegistry;
 use super::statements::SENTINEL;
 use crate::lease::backend::LeaseError;

@@ -4,10 +4,10 @@
 use mysql_async::{Opts, OptsBuilder, SslOpts};
 
 use super::super::DEFAULT_TIMEOUT;
+use super::super::client::probe::Speaks;
+use super::super::client::remote::Remote;
+use super::super::client::tls;
 use super::super::inspect::Verified;
-use super::super::probe::Speaks;
-use super::super::remote::Remote;
-use super::super::tls;
 use super::MysqlRegistry;
 use crate::lease::backend::LeaseError;
 
@@ -38,10 +38,10 @@ impl MysqlRegistry {
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        super::super::url::check_shape(url)?;
+        super::super::client::url::check_shape(url)?;
         let given = url;
         let invalid = |reason: String| LeaseError::InvalidUrl {
-            reason: super::super::url::scrub(&reason, given),
+            reason: super::super::client::url::scrub(&reason, given),
         };
         // The client knows one scheme; MariaDB's name is as good.
         let url = match url.split_once("://") {

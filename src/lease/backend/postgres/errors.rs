@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tokio_postgres::error::SqlState;
 
-use super::super::tls;
+use super::super::client::tls;
 use super::PostgresRegistry;
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
 use crate::lease::backend::LeaseError;

@@ -1,8 +1,8 @@
 //! What a PostgreSQL registry shows an operator: a namespace's records,
 //! and the server's durability and replication.
 
+use super::super::client::remote::Failure;
 use super::super::inspect::{Caveat, Inspect, Listing, Severity, Survey, Transport};
-use super::super::remote::Failure;
 use super::PostgresRegistry;
 use super::statements::{MARK_IN_FORCE, NOW_MS};
 use crate::lease::backend::LeaseError;

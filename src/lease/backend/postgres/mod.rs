@@ -13,8 +13,8 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use self::session::Session;
 use self::statements::{MARK, MARK_IN_FORCE, SENTINEL};
+use super::client::remote::{Failure, Remote};
 use super::inspect::Verified;
-use super::remote::{Failure, Remote};
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot, signed};
 
 /// Worker-id leases kept in a PostgreSQL table, `flakegen_leases`, with

@@ -9,7 +9,7 @@ use std::task::Poll;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
-use super::super::remote::{Connected, Failure, Remote};
+use super::super::client::remote::{Connected, Failure, Remote};
 use super::PostgresRegistry;
 use super::statements::{READ, SENTINEL, SWAP_ADOPT, SWAP_INSERT, SWAP_UPDATE};
 use crate::lease::backend::LeaseError;

@@ -6,10 +6,10 @@ use tokio_postgres::config::SslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::super::DEFAULT_TIMEOUT;
+use super::super::client::probe::Speaks;
+use super::super::client::remote::Remote;
+use super::super::client::tls::{self, Verify};
 use super::super::inspect::Verified;
-use super::super::probe::Speaks;
-use super::super::remote::Remote;
-use super::super::tls::{self, Verify};
 use super::PostgresRegistry;
 use crate::lease::backend::LeaseError;
 
@@ -41,7 +41,7 @@ impl PostgresRegistry {
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        super::super::url::check_shape(url)?;
+        super::super::client::url::check_shape(url)?;
         let given = url;
         let url = lowercase_scheme(url);
         // libpq's TLS parameters, some of which the client does not know.
@@ -88,7 +88,7 @@ impl PostgresRegistry {
             .map_err(|reason| LeaseError::InvalidUrl { reason })?
             .map(MakeRustlsConnect::new);
         let mut config: Config = url.parse().map_err(|e| LeaseError::InvalidUrl {
-            reason: super::super::url::scrub(&format!("{e}"), given),
+            reason: super::super::client::url::scrub(&format!("{e}"), given),
         })?;
         config.ssl_mode(ssl_mode);
         // The client takes any text for a host name, and reports one that

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use redis::{ErrorKind, RedisError};
 
-use super::super::{said, tls};
+use super::super::client::tls;
+use super::super::said;
 use super::RedisRegistry;
 use super::url::{CREDENTIALS_FIX, TLS_FIX, TLS_REQUIRED_FIX};
 use crate::lease::backend::LeaseError;

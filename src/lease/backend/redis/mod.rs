@@ -10,7 +10,7 @@ use std::fmt;
 use redis::aio::MultiplexedConnection;
 use redis::{Client, RedisError, Script, Value};
 
-use super::remote::{Connected, Failure, Remote};
+use super::client::remote::{Connected, Failure, Remote};
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Record, Registry, Snapshot};
 
 /// Worker-id leases kept in Redis: a hash per worker id and a mark per

@@ -2,9 +2,9 @@
 
 use redis::{Client, TlsCertificates};
 
-use super::super::probe::Speaks;
-use super::super::remote::Remote;
-use super::super::tls;
+use super::super::client::probe::Speaks;
+use super::super::client::remote::Remote;
+use super::super::client::tls;
 use super::{RedisRegistry, Scripts};
 use crate::lease::backend::LeaseError;
 
@@ -28,10 +28,10 @@ impl RedisRegistry {
     ///
     /// [`LeaseError::InvalidUrl`] when the URL cannot be parsed.
     pub fn new(url: &str) -> Result<Self, LeaseError> {
-        super::super::url::check_shape(url)?;
+        super::super::client::url::check_shape(url)?;
         let given = url;
         let invalid = |reason: String| LeaseError::InvalidUrl {
-            reason: super::super::url::scrub(&reason, given),
+            reason: super::super::client::url::scrub(&reason, given),
         };
         let (url, params) = tls::take_params(url, &["sslrootcert"]);
         let over_tls = url.to_ascii_lowercase().starts_with("rediss://");

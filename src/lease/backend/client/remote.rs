@@ -14,8 +14,9 @@ use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinHandle;
 
+use super::super::{LeaseError, said};
+use super::budget;
 use super::probe::{self, Speaks};
-use super::{LeaseError, budget, said};
 use crate::process::Generation;
 
 /// A connection and the task that drives it, if it has one.
@@ -146,7 +147,7 @@ impl<C: Send> Remote<C> {
 
     /// Runs `call` on an idle connection, or on one it opens with `open`,
     /// all within the call's timeout (its [budget](budget), or
-    /// [`Lease::DEFAULT_TIMEOUT`](super::DEFAULT_TIMEOUT)). A connection that timed out
+    /// [`Lease::DEFAULT_TIMEOUT`](super::budget::DEFAULT_TIMEOUT)). A connection that timed out
     /// or failed is dropped, and the next call opens another.
     pub(crate) fn run<T, E, O, F>(
         &self,

@@ -7,7 +7,7 @@
 //! is not shown at all. And what a client says of a URL it could not parse
 //! is scrubbed of the URL's secrets before it reaches a message.
 
-use super::error::LeaseError;
+use super::super::error::LeaseError;
 
 /// The parameters that name a password, in a query or libpq's form.
 const PASSWORD_KEYS: [&str; 4] = ["password", "pass", "pwd", "sslpassword"];
@@ -201,7 +201,7 @@ fn percent_decoded(text: &str) -> Option<String> {
     )),
     allow(dead_code)
 )]
-pub(super) fn percent_decode(text: &str) -> Option<String> {
+pub(in crate::lease::backend) fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
