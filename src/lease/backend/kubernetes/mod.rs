@@ -3,9 +3,9 @@
 
 mod api;
 mod errors;
-mod history;
 #[cfg(feature = "inspect")]
 mod inspect;
+mod known;
 mod objects;
 mod session;
 mod url;
@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use self::api::Token;
-use self::history::Seen;
+use self::known::Seen;
 use self::objects::{Filed, Marker, Names, Object};
 use super::client::remote::Remote;
 use super::{
