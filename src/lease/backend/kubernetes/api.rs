@@ -1,5 +1,7 @@
-//! The connection a Kubernetes registry calls through: HTTP/1.1 over TLS to
-//! the API server, a bearer token on every request, JSON in and out.
+//! Kubernetes' API over the shared HTTP client (`client/http.rs`), as
+//! `etcd/gateway.rs` is etcd's: one connection to the API server (HTTP/1.1
+//! over TLS, JSON in and out), what it answers, and the bearer token every
+//! request carries.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};

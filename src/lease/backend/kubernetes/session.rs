@@ -1,7 +1,8 @@
-//! One request to the API server: a connection from the registry's pool
-//! (or a new one), the current token, and the two retries a client owes
-//! the server: a connection it closed while idle, and a token it refused
-//! that the file has since replaced.
+//! The connection a Kubernetes registry calls through, as `etcd/session.rs`
+//! is etcd's: for each request, one from the registry's pool (or a new
+//! one), the current token, and the two retries a client owes the server:
+//! a connection it closed while idle, and a token it refused that the file
+//! has since replaced.
 
 use serde_json::Value;
 
