@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::super::client::known::Since;
 use super::EtcdRegistry;
 use super::history::{Head, Mark};
 use super::keys::Keys;
@@ -35,10 +36,8 @@ pub(super) struct Basis {
     pub(super) mark: Mark,
     /// The record, or `None` where there was none.
     pub(super) record: Option<Stored>,
-    /// When it was read or written, and the TTL of the lease it was written
-    /// for (zero for one read).
-    pub(super) at: Instant,
-    pub(super) ttl: Duration,
+    /// When it was read or written, and for a lease of which TTL.
+    pub(super) since: Since,
 }
 
 /// A record as stored: its version, the revision that wrote it, and the
@@ -77,8 +76,7 @@ impl Basis {
             cluster: head.header.cluster,
             mark,
             record,
-            at,
-            ttl: Duration::ZERO,
+            since: Since::read(at),
         }
     }
 
@@ -88,7 +86,7 @@ impl Basis {
     fn serves(&self, expect: &Expect, ttl_millis: u64) -> bool {
         self.mark.marker == expect.marker_unix_millis
             && self.record.as_ref().map(|r| r.version) == expect.version
-            && self.at.elapsed() <= self.ttl.max(Duration::from_millis(ttl_millis))
+            && self.since.recent(Duration::from_millis(ttl_millis))
     }
 }
 
@@ -204,8 +202,7 @@ mod tests {
             cluster: 1,
             mark,
             record: Some(record),
-            at: Instant::now().checked_sub(ago).unwrap(),
-            ttl: Duration::ZERO,
+            since: Since::read(Instant::now().checked_sub(ago).unwrap()),
         }
     }
 
@@ -232,7 +229,10 @@ mod tests {
         assert!(!basis.serves(&expect(5, None), 3_000), "no record expected");
         // The lease it was written for counts, where longer.
         let written = Basis {
-            ttl: Duration::from_secs(3),
+            since: Since::written(
+                Instant::now() - Duration::from_secs(2),
+                Duration::from_secs(3),
+            ),
             ..basis
         };
         assert!(written.serves(&expect(5, Some(7)), 1_000));

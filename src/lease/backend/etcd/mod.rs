@@ -23,6 +23,7 @@ use self::keys::Keys;
 use self::known::{Basis, Known, Stored};
 use self::records::{Filed, Found};
 use self::url::percent_encode;
+use super::client::known::Since;
 use super::client::remote::Remote;
 use super::{Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase};
 use crate::clock::units::{ceil_millis, floor_millis};
@@ -278,8 +279,7 @@ impl EtcdRegistry {
                     mod_revision: revision,
                     index_key: new_index,
                 }),
-                at: sent,
-                ttl: Duration::from_millis(record.ttl_millis),
+                since: Since::written(sent, Duration::from_millis(record.ttl_millis)),
                 ..basis.clone()
             },
         );

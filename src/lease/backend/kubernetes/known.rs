@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use super::super::client::known::Since;
 use super::objects::{Filed, Marker};
 
 /// One client's memory of its namespaces' objects.
@@ -32,21 +33,8 @@ struct MarkerSeen {
 #[derive(Clone, Debug)]
 pub(super) struct RecordSeen {
     pub(super) filed: Filed,
-    /// When it was read or written.
-    at: Instant,
-    /// Its lease's TTL, when it has a holder.
-    ttl: Duration,
-}
-
-impl RecordSeen {
-    /// Whether it is recent enough to write over without reading it again.
-    /// A version older than the lease's TTL may have been rolled back by a
-    /// restore, and given again to another write (etcd restored without
-    /// `--bump-revision` reuses revisions): after such a gap the record is
-    /// read, and its holder and version compared, before a write names it.
-    pub(super) fn recent(&self, ttl: Duration) -> bool {
-        self.at.elapsed() <= self.ttl.max(ttl)
-    }
+    /// When, and for a lease of which TTL.
+    pub(super) since: Since,
 }
 
 impl Seen {
@@ -169,8 +157,7 @@ impl Seen {
             (namespace.to_owned(), filed.record.worker),
             RecordSeen {
                 filed: filed.clone(),
-                at: Instant::now(),
-                ttl,
+                since: Since::written(Instant::now(), ttl),
             },
         );
     }

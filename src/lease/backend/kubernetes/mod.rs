@@ -368,7 +368,7 @@ impl Registry for KubernetesRegistry {
             None => None,
             Some(version) => {
                 let cached = self.seen().record(namespace, worker).filter(|c| {
-                    c.filed.record.version == version && c.recent(ttl(record.ttl_millis))
+                    c.filed.record.version == version && c.since.recent(ttl(record.ttl_millis))
                 });
                 let filed = match cached {
                     Some(cached) => cached.filed,
