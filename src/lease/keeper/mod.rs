@@ -50,7 +50,7 @@ pub(crate) struct Keeping {
 
 /// Where the thread is in the [lifecycle](super#the-lifecycle).
 enum Phase {
-    Holding(Held),
+    Held(Held),
     /// Leasing again, its old id preferred; `old` is the claim lost, which
     /// the generator runs on to the fence of, and `lost` what the registry
     /// knew of its lease.
@@ -191,11 +191,11 @@ impl Keeping {
     fn keep(&self, shared: &Shared, held: Held) {
         let retry = self.retry_every;
         let mut next = held.renewed_at + self.renew_every;
-        let mut phase = Phase::Holding(held);
+        let mut phase = Phase::Held(held);
         let mut said = Said::default();
         loop {
             let wake = match &phase {
-                Phase::Holding(held) => held.issues_again_at.map_or(next, |at| at.min(next)),
+                Phase::Held(held) => held.issues_again_at.map_or(next, |at| at.min(next)),
                 _ => next,
             };
             if let Some(stop) = shared.wait_stop(wake) {
@@ -204,7 +204,7 @@ impl Keeping {
                         abandoned(shared);
                         Ok(())
                     }
-                    (Phase::Holding(held), Stop::Release(issued)) => {
+                    (Phase::Held(held), Stop::Release(issued)) => {
                         self.release(shared, held, issued)
                     }
                     (Phase::Reacquiring { old, .. } | Phase::Lost { old }, _) => {
@@ -215,7 +215,7 @@ impl Keeping {
                 shared.released.fill(outcome);
                 return;
             }
-            if let Phase::Holding(held) = &mut phase {
+            if let Phase::Held(held) = &mut phase {
                 if held.issues_again_at.is_some_and(|at| Instant::now() >= at) {
                     held.issues_again_at = issues_again(shared, held);
                 }
@@ -225,7 +225,7 @@ impl Keeping {
                 continue;
             }
             (phase, next) = match phase {
-                Phase::Holding(held) => self.renew(shared, held, &mut said, retry),
+                Phase::Held(held) => self.renew(shared, held, &mut said, retry),
                 Phase::Reacquiring { old, lost } => {
                     self.reacquire(shared, old, lost, &mut said, retry)
                 }
@@ -277,7 +277,7 @@ impl Keeping {
                 // The server extended the lease no earlier than the request left.
                 shared.set(LeaseState::Held, None, Some(asked_at));
                 held.renewed_at = asked_at;
-                (Phase::Holding(held), asked_at + self.renew_every)
+                (Phase::Held(held), asked_at + self.renew_every)
             }
             Err(Unconfirmed::Lost(e)) => {
                 meter::count(meter::LOSSES, &shared.namespace);
@@ -346,7 +346,7 @@ impl Keeping {
                 }
                 shared.set(LeaseState::Renewing, Some(e.to_string()), None);
                 fence_reached(shared, &held.claim, said, UNTIL_RENEWED);
-                (Phase::Holding(held), Instant::now() + again)
+                (Phase::Held(held), Instant::now() + again)
             }
         }
     }
@@ -369,7 +369,7 @@ impl Keeping {
                 held.issues_again_at =
                     (now < starts).then(|| Instant::now() + Duration::from_millis(starts - now));
                 let next = held.renewed_at + self.renew_every;
-                (Phase::Holding(held), next)
+                (Phase::Held(held), next)
             }
             Err(e) => {
                 // As for a renewal, the first failure is tried again at once.
