@@ -59,7 +59,18 @@
 //!
 //! # A registry of flakegen's own, file by file
 //!
-//! Each lives in a folder of the same rooms (a test holds them to it):
+//! The storage layer is in three parts. At its top, the contract: this
+//! trait, the records (`record.rs`), what a registry declares of itself
+//! (`capability.rs`), its errors (`error.rs`), the operators' views
+//! (`inspect.rs`) and the table of registries with `connect` by URL
+//! (`connect.rs`). In `client/`, what the remote stores stand on and no
+//! store's dialect: URLs, the call budget, the probe, TLS, the runtime and
+//! connection pool, the HTTP client of etcd and Kubernetes, and how long a
+//! client's knowledge of a record serves a write. Then the stores: memory
+//! (`memory.rs`), and one folder for each remote store, which maps `read`,
+//! `mark` and `swap` onto its server and nothing more.
+//!
+//! Each remote store lives in a folder of the same rooms (a test holds them to it):
 //! `<name>/mod.rs` (the type, its docs: the layout of its keys or tables and
 //! what counts as a loss; and `impl Registry`), `url.rs` (its URL, and the
 //! fix-it texts in its terms), `errors.rs` (its client's failures as a
