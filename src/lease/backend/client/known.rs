@@ -1,8 +1,12 @@
-//! How long what a client knows of a record may be written over without
-//! reading it again: one rule for the stores whose versions a restore can
-//! give again to other writes (etcd restored without `--bump-revision`
-//! reuses revisions, and Kubernetes' `resourceVersion` is etcd's).
+//! What a client knows of a store whose versions a restore can give again
+//! to other writes (etcd restored without `--bump-revision` reuses
+//! revisions, and Kubernetes' `resourceVersion` is etcd's): how long what
+//! it knows of a record may be written over without reading it again, and
+//! the numbers whose going down tells a restore.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::hash::Hash;
 use std::time::{Duration, Instant};
 
 /// When a client read or wrote a record, and the TTL of the lease it
@@ -40,6 +44,47 @@ impl Since {
     }
 }
 
+/// The highest value seen of each of a store's numbers that only rise for
+/// as long as its history holds (a raft term, an object's
+/// `resourceVersion`): one found lower tells a restore that nothing else
+/// may show.
+#[derive(Debug)]
+pub(in crate::lease::backend) struct Highest<K> {
+    seen: HashMap<K, u64>,
+}
+
+impl<K> Default for Highest<K> {
+    fn default() -> Self {
+        Highest {
+            seen: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Eq + Hash> Highest<K> {
+    /// Notes `value` of `key`; whether it went down, below the highest
+    /// noted, which then stays.
+    pub(in crate::lease::backend) fn went_down(&mut self, key: K, value: u64) -> bool {
+        match self.seen.entry(key) {
+            Entry::Occupied(highest) if value < *highest.get() => true,
+            Entry::Occupied(mut highest) => {
+                highest.insert(value);
+                false
+            }
+            Entry::Vacant(first) => {
+                first.insert(value);
+                false
+            }
+        }
+    }
+
+    /// Judges `key` from `value` on: a restore was told and dealt with.
+    #[cfg_attr(not(feature = "kubernetes"), allow(dead_code))]
+    pub(in crate::lease::backend) fn restart(&mut self, key: K, value: u64) {
+        self.seen.insert(key, value);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +104,19 @@ mod tests {
             "its own lease's TTL counts"
         );
         assert!(!Since::written(two_s_ago, Duration::from_secs(1)).recent(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_number_that_goes_down_is_told_and_the_highest_stays() {
+        let mut highest = Highest::default();
+        assert!(!highest.went_down("a", 5), "first seen");
+        assert!(!highest.went_down("a", 5), "the same again");
+        assert!(!highest.went_down("b", 1), "each key on its own");
+        assert!(highest.went_down("a", 4));
+        assert!(highest.went_down("a", 4), "still below 5: 4 was not noted");
+        assert!(!highest.went_down("a", 7));
+        assert!(highest.went_down("a", 6));
+        highest.restart("a", 2);
+        assert!(!highest.went_down("a", 3), "judged from the restart");
     }
 }

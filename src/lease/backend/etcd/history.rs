@@ -6,6 +6,7 @@
 
 use std::sync::PoisonError;
 
+use super::super::client::known::Highest;
 use super::EtcdRegistry;
 use super::gateway::{Answer, Get, Header, Txn};
 use super::keys::{Keys, pad};
@@ -13,13 +14,9 @@ use crate::clock::units::ceil_millis;
 use crate::clock::{Clock, SystemClock};
 use crate::lease::backend::LeaseError;
 
-/// What a client remembers of the cluster: see [`EtcdRegistry::rewound`].
-#[derive(Debug, PartialEq, Eq)]
-pub(super) struct Seen {
-    cluster: u64,
-    epoch: Option<String>,
-    term: u64,
-}
+/// The raft terms a client has seen, by the cluster that answered and the
+/// epoch in force: see [`EtcdRegistry::rewound`].
+pub(super) type Terms = Highest<(u64, Option<String>)>;
 
 /// A namespace's mark as read.
 #[derive(Clone, Copy, Debug)]
@@ -138,23 +135,10 @@ impl EtcdRegistry {
     /// under the epoch `epoch` (the cluster was restored); notes the term
     /// seen.
     pub(super) fn rewound(&self, header: Header, epoch: Option<&str>) -> bool {
-        let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        match &mut *seen {
-            Some(last) if last.cluster == header.cluster && last.epoch.as_deref() == epoch => {
-                if header.term < last.term {
-                    return true;
-                }
-                last.term = header.term;
-            }
-            _ => {
-                *seen = Some(Seen {
-                    cluster: header.cluster,
-                    epoch: epoch.map(str::to_owned),
-                    term: header.term,
-                });
-            }
-        }
-        false
+        self.terms
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .went_down((header.cluster, epoch.map(str::to_owned)), header.term)
     }
 
     /// Writes the witness up to the term `head` saw, where it is below:

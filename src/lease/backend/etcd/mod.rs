@@ -18,7 +18,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use self::gateway::{Gateway, Get, Kv, Txn};
-use self::history::{Mark, Seen};
+use self::history::{Mark, Terms};
 use self::keys::Keys;
 use self::known::{Basis, Known, Stored};
 use self::records::{Filed, Found};
@@ -125,10 +125,10 @@ pub struct EtcdRegistry {
     /// The member the next connection tries first: after a failure, the
     /// next one in the URL.
     next: AtomicUsize,
-    /// The cluster this client has talked to, the epoch it found there, and
-    /// the highest raft term it saw under that epoch: a lower term under the
-    /// same epoch later means the cluster was restored.
-    seen: Mutex<Option<Seen>>,
+    /// The highest raft term this client saw in each cluster under each
+    /// epoch: a lower term under the same epoch later means the cluster
+    /// was restored.
+    terms: Mutex<Terms>,
     /// The auth token of the last login, which new connections carry.
     token: session::Token,
     /// The records it read and wrote: what its next writes compare.

@@ -133,7 +133,7 @@ impl EtcdRegistry {
             credentials,
             tls,
             next: AtomicUsize::new(0),
-            seen: Mutex::new(None),
+            terms: Mutex::default(),
             known: Known::default(),
             token: Mutex::new(None),
         })

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use super::super::client::known::Since;
+use super::super::client::known::{Highest, Since};
 use super::objects::{Filed, Marker};
 
 /// One client's memory of its namespaces' objects.
@@ -23,7 +23,7 @@ struct MarkerSeen {
     highest_marker: u64,
     /// The highest `resourceVersion` seen of the marker's Lease and of the
     /// namespace's records, by uid.
-    highest: HashMap<String, u64>,
+    highest: Highest<String>,
     /// A marker value found rolled back (a restore): not in force, though
     /// its Lease says it, until a new marker replaces it.
     void: Option<u64>,
@@ -44,7 +44,7 @@ impl Seen {
             .or_insert_with(|| MarkerSeen {
                 marker: None,
                 highest_marker: 0,
-                highest: HashMap::new(),
+                highest: Highest::default(),
                 void: None,
             })
     }
@@ -57,17 +57,11 @@ impl Seen {
             return false;
         };
         let highest = &mut self.namespace(namespace).highest;
-        match highest.get(uid) {
-            Some(&seen) if !reset && version < seen => true,
-            Some(&seen) if !reset => {
-                highest.insert(uid.to_owned(), seen.max(version));
-                false
-            }
-            _ => {
-                highest.insert(uid.to_owned(), version);
-                false
-            }
+        if reset {
+            highest.restart(uid.to_owned(), version);
+            return false;
         }
+        highest.went_down(uid.to_owned(), version)
     }
 
     /// Notes the namespace's marker as read (`None`: it has none), and
@@ -112,7 +106,7 @@ impl Seen {
         let seen = self.namespace(namespace);
         seen.void = None;
         seen.highest_marker = seen.highest_marker.max(marker.marker_unix_millis);
-        seen.highest.insert(
+        seen.highest.restart(
             marker.stored.uid.clone(),
             marker.stored.version_number().unwrap_or(0),
         );
@@ -148,7 +142,7 @@ impl Seen {
                 seen.void = in_force;
             }
             // Seen once: judged from this version on.
-            seen.highest.insert(
+            seen.highest.restart(
                 filed.stored.uid.clone(),
                 filed.stored.version_number().unwrap_or(0),
             );
