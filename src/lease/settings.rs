@@ -94,7 +94,7 @@ impl Lease {
     /// time left before the fence for a renewal. A set-up that runs out of
     /// time at a port where the registry answers is
     /// [`LeaseError::TooSlow`](super::LeaseError::TooSlow), not [`LeaseError::Unreachable`](super::LeaseError::Unreachable).
-    pub const DEFAULT_TIMEOUT: Duration = super::backend::DEFAULT_TIMEOUT;
+    pub const DEFAULT_TIMEOUT: Duration = super::backend::client::budget::DEFAULT_TIMEOUT;
 
     /// A lease from `registry` among the generators of `namespace`, with the
     /// default terms: a TTL of [`Lease::DEFAULT_TTL`], renewed every third of it,
@@ -194,7 +194,7 @@ impl Lease {
     pub(crate) fn call_bound(&self) -> Duration {
         self.call_timeout
             .unwrap_or(self.ttl / 5)
-            .min(super::backend::DEFAULT_TIMEOUT)
+            .min(super::backend::client::budget::DEFAULT_TIMEOUT)
     }
 
     /// Whether every grant waits out the TTL and the skew allowance after the

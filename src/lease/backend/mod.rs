@@ -122,7 +122,6 @@ pub(crate) use self::record::RecordState;
 pub use self::record::{Expect, NewRecord, Record};
 
 pub use self::capability::{MarkerCheck, ReadCost, TimeBase};
-pub(crate) use self::client::budget::DEFAULT_TIMEOUT;
 
 /// Where worker-id leases are stored: [`MemoryRegistry`](super::MemoryRegistry), and
 /// `MysqlRegistry`, `PostgresRegistry`, `RedisRegistry`, `EtcdRegistry` and

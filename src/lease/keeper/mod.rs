@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use tracing::Level;
 
-use super::backend::client::budget::{self, Budget};
-use super::backend::{DEFAULT_TIMEOUT, LeaseError, Registry};
+use super::backend::client::budget::{self, Budget, DEFAULT_TIMEOUT};
+use super::backend::{LeaseError, Registry};
 use super::claim::Claim;
 use super::fence;
 use super::protocol::{self, Lost, Terms, Unconfirmed};

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::runtime::{Builder, Runtime};
 use tokio::task::JoinHandle;
 
-use super::super::{LeaseError, said};
+use super::super::error::{LeaseError, said};
 use super::budget;
 use super::probe::{self, Speaks};
 use crate::process::Generation;

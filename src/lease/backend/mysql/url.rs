@@ -3,7 +3,7 @@
 
 use mysql_async::{Opts, OptsBuilder, SslOpts};
 
-use super::super::DEFAULT_TIMEOUT;
+use super::super::client::budget::DEFAULT_TIMEOUT;
 use super::super::client::probe::Speaks;
 use super::super::client::remote::Remote;
 use super::super::client::tls;

@@ -5,7 +5,7 @@ use tokio_postgres::Config;
 use tokio_postgres::config::SslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use super::super::DEFAULT_TIMEOUT;
+use super::super::client::budget::DEFAULT_TIMEOUT;
 use super::super::client::probe::Speaks;
 use super::super::client::remote::Remote;
 use super::super::client::tls::{self, Verify};
