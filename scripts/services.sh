@@ -86,7 +86,7 @@ case "$verb" in
       "${verb}_${s//-/_}"
       [ "$verb" = start ] && "exports_${s//-/_}"
     done
-    if [ "$verb" = stop ] && [ -z "$service" ]; then rm -rf "$dir"; fi
+    if [ "$verb" = stop ] && [ -z "$service" ]; then rm -rf "$dir" "$(memory_dir)"; fi
     exit 0 ;;
   "") die "usage: $0 VERB [SERVICE [ARG…]] (see the top of this file, or: $0 verbs)" ;;
 esac

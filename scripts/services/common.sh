@@ -122,6 +122,21 @@ plant_marker_sql() {
         WHERE namespace = '$ns'"
 }
 
+# Where a server keeps what raft must not wait on the disk for (etcd's
+# WAL): a tmpfs where the machine has one, keyed by the services
+# directory so that runs side by side stay apart; the services directory
+# otherwise. CI's builds write to the same disk, and an fsync stalled
+# behind them cost the etcd cluster its leader ("no quorum") in the
+# middle of a rule. A member killed still keeps every write it confirmed
+# (the page cache outlives the process), which is all a test asks of it.
+memory_dir() {
+  if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+    echo "/dev/shm/flakegen-$(printf %s "$dir" | cksum | cut -d' ' -f1)"
+  else
+    echo "$dir/memory"
+  fi
+}
+
 # A wipe's SQL for a namespace ($1) and worker ($2), either optional:
 # everything of flakegen's, one namespace, or one record. The namespace's
 # row goes before its records because flakegen's own writes lock them in

@@ -52,11 +52,12 @@ etcd_running() {
 }
 
 etcd_run() {
-  local m=$1 data="$dir/etcd/$1"
+  local m=$1 data
+  data="$(memory_dir)/etcd/$1"
   etcd_running "$m" && return
   port_free "$(etcd_client_port "$m")" || die "port $(etcd_client_port "$m") is taken: set FLAKEGEN_ETCD_PORT"
   port_free "$(etcd_peer_port "$m")" || die "port $(etcd_peer_port "$m") is taken: set FLAKEGEN_ETCD_PORT"
-  mkdir -p "$dir/etcd"
+  mkdir -p "$dir/etcd" "${data%/*}"
   # setsid: a member in a session of its own, so that a signal to the
   # caller's group (a test harness stopping) does not reach it. nice -5:
   # raft's heartbeats keep their share of a machine the tests load on
@@ -210,9 +211,9 @@ restore_etcd() {
   [ -f "$dir/etcd/snapshot.db" ] || die "no etcd snapshot: run snapshot etcd first"
   for m in $etcd_members; do etcd_signal "$m" CONT; stop_pid_file "etcd $m" "$dir/etcd/$m.pid"; done
   for m in $etcd_members; do
-    rm -rf "$dir/etcd/$m"
+    rm -rf "$(memory_dir)/etcd/$m"
     ETCDCTL_API=3 etcdctl snapshot restore "$dir/etcd/snapshot.db" --name "$m" \
-      --data-dir "$dir/etcd/$m" --initial-cluster "$(etcd_initial_cluster)" \
+      --data-dir "$(memory_dir)/etcd/$m" --initial-cluster "$(etcd_initial_cluster)" \
       --initial-cluster-token "$token" \
       --initial-advertise-peer-urls "http://127.0.0.1:$(etcd_peer_port "$m")" >/dev/null 2>&1 ||
       die "etcd: restoring $m from the snapshot failed"

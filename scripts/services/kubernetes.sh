@@ -71,7 +71,8 @@ kube_etcd_run() {
   [ -f "$kube_dir/etcd.pid" ] && kill -0 "$(cat "$kube_dir/etcd.pid")" 2>/dev/null && return
   port_free "$kube_etcd_port" || die "port $kube_etcd_port is taken: set FLAKEGEN_KUBE_ETCD_PORT"
   port_free $((kube_etcd_port + 1)) || die "port $((kube_etcd_port + 1)) is taken: set FLAKEGEN_KUBE_ETCD_PORT"
-  setsid etcd --name kube --data-dir "$kube_dir/etcd" \
+  mkdir -p "$(memory_dir)"
+  setsid etcd --name kube --data-dir "$(memory_dir)/kube-etcd" \
     --listen-client-urls "http://127.0.0.1:$kube_etcd_port" \
     --advertise-client-urls "http://127.0.0.1:$kube_etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$((kube_etcd_port + 1))" \
@@ -250,8 +251,8 @@ restore_kubernetes() {
   stopped=$(date +%s%3N)
   stop_pid_file kube-apiserver "$kube_dir/apiserver.pid"
   stop_pid_file "kubernetes' etcd" "$kube_dir/etcd.pid"
-  rm -rf "$kube_dir/etcd"
-  ETCDCTL_API=3 etcdctl snapshot restore "$kube_dir/snapshot.db" --name kube --data-dir "$kube_dir/etcd" \
+  rm -rf "$(memory_dir)/kube-etcd"
+  ETCDCTL_API=3 etcdctl snapshot restore "$kube_dir/snapshot.db" --name kube --data-dir "$(memory_dir)/kube-etcd" \
     --initial-cluster "kube=http://127.0.0.1:$((kube_etcd_port + 1))" \
     --initial-advertise-peer-urls "http://127.0.0.1:$((kube_etcd_port + 1))" >/dev/null 2>&1 ||
     die "kubernetes: restoring its etcd from the snapshot failed"
