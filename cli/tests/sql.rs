@@ -29,6 +29,10 @@ fn url(backend: &str) -> String {
 }
 
 /// What `flakegen sql` prints for `dialect`, `layout` and `prefix`.
+///
+/// Each test names its functions with a prefix of its own: the tests run
+/// side by side, and MariaDB replaces a function by a `DROP` and then a
+/// `CREATE`, between which another test's call finds none.
 fn functions(dialect: &str, layout: &str, prefix: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_flakegen"))
         .args([
@@ -280,7 +284,7 @@ fn a_range_between_the_bounds_of_a_time_scans_the_index() {
     let layout = Layout::TWITTER;
     let ids = ids(&layout);
     let hour = ("2026-11-28 09:00:00", "2026-11-28 10:00:00");
-    let mut script = functions("postgres", "twitter", "fgtest_twitter_");
+    let mut script = functions("postgres", "twitter", "fgtest_scan_twitter_");
     let _ = writeln!(
         script,
         "CREATE TEMP TABLE orders (id bigint PRIMARY KEY, item text);\nCOPY orders FROM STDIN;"
@@ -292,7 +296,7 @@ fn a_range_between_the_bounds_of_a_time_scans_the_index() {
     let _ = writeln!(
         script,
         "EXPLAIN SELECT * FROM orders WHERE id BETWEEN \
-         fgtest_twitter_first_id('{}+00') AND fgtest_twitter_last_id('{}+00');",
+         fgtest_scan_twitter_first_id('{}+00') AND fgtest_scan_twitter_last_id('{}+00');",
         hour.0, hour.1
     );
     let plan = psql(&script);
@@ -301,7 +305,7 @@ fn a_range_between_the_bounds_of_a_time_scans_the_index() {
         "postgres: {plan}"
     );
 
-    let mut script = functions("mysql", "twitter", "fgtest_twitter_");
+    let mut script = functions("mysql", "twitter", "fgtest_scan_twitter_");
     let _ = writeln!(
         script,
         "CREATE TEMPORARY TABLE fgtest_orders (id BIGINT PRIMARY KEY, item VARCHAR(8));"
@@ -318,7 +322,7 @@ fn a_range_between_the_bounds_of_a_time_scans_the_index() {
     let _ = writeln!(
         script,
         "EXPLAIN SELECT * FROM fgtest_orders WHERE id BETWEEN \
-         fgtest_twitter_first_id('{}') AND fgtest_twitter_last_id('{}');",
+         fgtest_scan_twitter_first_id('{}') AND fgtest_scan_twitter_last_id('{}');",
         hour.0, hour.1
     );
     let plan = mariadb(&script);
@@ -378,8 +382,8 @@ fn a_bound_past_a_bigint_is_an_error() {
             .unwrap();
         child.wait_with_output().unwrap()
     };
-    let pg = functions("postgres", "instagram", "fgtest_instagram_")
-        + &format!("SELECT fgtest_instagram_first_id('{past}+00');\n");
+    let pg = functions("postgres", "instagram", "fgtest_past_instagram_")
+        + &format!("SELECT fgtest_past_instagram_first_id('{past}+00');\n");
     let out = attempt("psql", pg);
     assert!(
         !out.status.success(),
@@ -387,8 +391,8 @@ fn a_bound_past_a_bigint_is_an_error() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("bigint out of range"));
-    let my = functions("mysql", "instagram", "fgtest_instagram_")
-        + &format!("SELECT fgtest_instagram_last_id('{past}');\n");
+    let my = functions("mysql", "instagram", "fgtest_past_instagram_")
+        + &format!("SELECT fgtest_past_instagram_last_id('{past}');\n");
     let out = attempt("mariadb", my);
     assert!(
         !out.status.success(),
