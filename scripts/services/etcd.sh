@@ -94,7 +94,9 @@ start_etcd() {
   command -v etcdctl >/dev/null || install etcd-client
   # The package starts a server of its own on 2379 where it can: not ours.
   local m fresh=
-  [ -d "$dir/etcd/e1" ] || fresh=1
+  # Fresh where the first member has no data: auth is turned on once (a
+  # second time, every `user add` is refused for want of a user name).
+  [ -d "$(memory_dir)/etcd/e1" ] || fresh=1
   for m in $etcd_members; do etcd_run "$m"; done
   say "etcd on $(etcd_endpoints) (TLS on each port + 1)"
   if [ -n "$fresh" ]; then
