@@ -88,11 +88,11 @@
 //!
 //! | rule | kept in |
 //! | --- | --- |
-//! | 1. Confirm, then use | `protocol/holding.rs` |
+//! | 1. Confirm, then use | `protocol/grant.rs` |
 //! | 2. Successors start at the fence | `protocol/start.rs` |
 //! | 3. Lead bound | `protocol/mod.rs` |
-//! | 4. No resurrection | `protocol/holding.rs` |
-//! | 5. Only its own lease is lowered | `protocol/holding.rs` |
+//! | 4. No resurrection | `protocol/grant.rs` |
+//! | 5. Only its own lease is lowered | `protocol/grant.rs` |
 //! | 6. Losses are fenced | `protocol/start.rs`, `protocol/mod.rs` |
 //! | 7. Bounded | `protocol/acquire.rs` |
 //! | 8. `lease()` tells the truth | `status.rs` |

@@ -4,18 +4,12 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::lease::claim::Claim;
-use crate::lease::protocol::{Holding, StartCause};
+use crate::lease::protocol::Grant;
 
 /// A lease this thread holds, and the claim it gives the generator.
 pub(super) struct Held {
-    pub(super) holding: Holding,
+    pub(super) grant: Grant,
     pub(super) claim: Arc<Claim>,
-    /// Its predecessor's fence, or a later start the rules set: what a
-    /// release of a lease nothing was issued under goes back to, and where
-    /// its IDs start.
-    pub(super) previous_fence_unix_millis: u64,
-    /// Which bound set that start.
-    pub(super) cause: StartCause,
     pub(super) renewed_at: Instant,
     /// A lease taken again after a loss whose IDs start later: when to say
     /// that the generator issues again.

@@ -153,34 +153,32 @@ impl Keeping {
         let terms = self.terms(shared);
         let asked_at = Instant::now();
         let token = protocol::holder_token();
-        let grant = budget::within(self.budget(), || {
+        let mut grant = budget::within(self.budget(), || {
             protocol::acquire(registry, &terms, &token, || shared.now_ms(), lost)
         })?;
-        let mut holding = grant.holding;
         let mut renewed_at = asked_at;
         if asked_at.elapsed() >= self.renew_every {
             renewed_at = Instant::now();
             let renewed = budget::within(self.budget(), || {
-                holding.renew(registry, &terms, shared.now_ms())
+                grant.renew(registry, &terms, shared.now_ms())
             });
             if let Err(Unconfirmed::Lost(e) | Unconfirmed::Failed(e)) = renewed {
                 // Nothing was issued: the fence goes back to the previous
                 // holder's. Best effort: if this fails too, the lease expires.
-                let _ = holding.release(registry, &terms, grant.previous_fence_unix_millis);
+                let start = grant.previous_fence_unix_millis;
+                let _ = grant.release(registry, &terms, start);
                 return Err(e);
             }
         }
         let claim = Claim::leased(
             &shared.layout,
-            holding.worker,
+            grant.worker,
             grant.previous_fence_unix_millis,
-            holding.fence_unix_millis,
+            grant.fence_unix_millis,
         );
         Ok(Held {
-            holding,
+            grant,
             claim: Arc::new(claim),
-            previous_fence_unix_millis: grant.previous_fence_unix_millis,
-            cause: grant.cause,
             renewed_at,
             issues_again_at: None,
         })
@@ -250,11 +248,11 @@ impl Keeping {
     ) -> (Phase, Instant) {
         let terms = self.terms(shared);
         let asked_at = Instant::now();
-        let worker = held.holding.worker;
+        let worker = held.grant.worker;
         let now_ms = shared.now_ms();
         let left = Duration::from_millis(held.claim.fence().unix_millis().saturating_sub(now_ms));
         let renewed = budget::within(self.renewal_budget(left), || {
-            held.holding.renew(&*self.registry, &terms, now_ms)
+            held.grant.renew(&*self.registry, &terms, now_ms)
         });
         match renewed {
             Ok(fence_unix_millis) => {
@@ -282,8 +280,8 @@ impl Keeping {
             Err(Unconfirmed::Lost(e)) => {
                 meter::count(meter::LOSSES, &shared.namespace);
                 let fence = held.claim.fence().unix_millis();
-                let starts = held.previous_fence_unix_millis;
-                let lost = held.holding.as_lost();
+                let starts = held.grant.previous_fence_unix_millis;
+                let lost = held.grant.as_lost();
                 let old = held.claim;
                 if self.reacquire {
                     let message = format!(
@@ -364,7 +362,7 @@ impl Keeping {
             Ok(mut held) => {
                 announce((self.ttl, self.skew), shared, &held, Some(old.worker()));
                 *said = Said::default();
-                let starts = held.previous_fence_unix_millis;
+                let starts = held.grant.previous_fence_unix_millis;
                 let now = shared.now_ms();
                 held.issues_again_at =
                     (now < starts).then(|| Instant::now() + Duration::from_millis(starts - now));
@@ -410,13 +408,13 @@ impl Keeping {
             Some((claim, last_tick)) if claim == ClaimId::of(&held.claim) => {
                 fence::high_water_ms(&shared.layout, last_tick)
             }
-            _ => held.previous_fence_unix_millis,
+            _ => held.grant.previous_fence_unix_millis,
         };
-        let worker = held.holding.worker;
-        let fence_unix_millis = to_ms.min(held.holding.fence_unix_millis);
+        let worker = held.grant.worker;
+        let fence_unix_millis = to_ms.min(held.grant.fence_unix_millis);
         let terms = self.terms(shared);
         let released = budget::within(self.budget(), || {
-            held.holding.release(&*self.registry, &terms, to_ms)
+            held.grant.release(&*self.registry, &terms, to_ms)
         });
         let outcome = match released {
             Ok(true) => Ok(()),

@@ -45,12 +45,12 @@ pub(super) fn announce(
     held: &Held,
     previous: Option<u64>,
 ) {
-    let (worker, fence) = (held.holding.worker, held.holding.fence_unix_millis);
-    let starts = held.previous_fence_unix_millis;
+    let (worker, fence) = (held.grant.worker, held.grant.fence_unix_millis);
+    let starts = held.grant.previous_fence_unix_millis;
     shared.hold(
         Arc::clone(&held.claim),
         starts,
-        held.cause,
+        held.grant.cause,
         held.renewed_at,
         previous.is_some(),
     );
@@ -61,7 +61,7 @@ pub(super) fn announce(
     }
     let none = None::<&LeaseError>;
     let waits = shared.now_ms() < starts;
-    let cause = held.cause;
+    let cause = held.grant.cause;
     match previous {
         None if waits => {
             let message = match cause {
@@ -179,7 +179,7 @@ pub(super) fn when(shared: &Shared, at_unix_millis: u64) -> Moment {
 /// again, once its IDs may start; returns when to look again if the
 /// generator's clock is not there yet.
 pub(super) fn issues_again(shared: &Shared, held: &Held) -> Option<Instant> {
-    let starts = held.previous_fence_unix_millis;
+    let starts = held.grant.previous_fence_unix_millis;
     let now = shared.now_ms();
     if now < starts {
         return Some(Instant::now() + Duration::from_millis(starts - now));
@@ -187,8 +187,8 @@ pub(super) fn issues_again(shared: &Shared, held: &Held) -> Option<Instant> {
     event!(
         Level::INFO,
         shared,
-        held.holding.worker,
-        held.holding.fence_unix_millis,
+        held.grant.worker,
+        held.grant.fence_unix_millis,
         None::<&LeaseError>,
         "lease issuing again: the new lease's IDs may start now",
         starts_unix_millis = starts

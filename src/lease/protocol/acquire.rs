@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::Terms;
-use super::holding::Holding;
+use super::grant::Grant;
 use super::ids::fresh_version;
 use super::sighting;
-use super::start::{Choice, Lost, StartCause};
+use super::start::{Choice, Lost};
 use crate::lease::backend::{
     Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase,
 };
@@ -109,21 +109,10 @@ impl Probe {
     }
 }
 
-/// A lease just acquired.
-#[derive(Clone, Debug)]
-pub(crate) struct Grant {
-    pub(crate) holding: Holding,
-    /// Where its IDs start: the fence the previous holder left, or a later
-    /// one the rules set. This holder issues at or past it.
-    pub(crate) previous_fence_unix_millis: u64,
-    /// Which bound set that start.
-    pub(crate) cause: StartCause,
-}
-
 /// Takes a free id for `token`, reading the holder's clock (ms) with
 /// `now_ms`. A generator healing after a loss names the lease it `lost`:
 /// its old id is preferred if free, and if the registry shows that lease
-/// gone, the new one waits (see [`StartCause::Healing`]).
+/// gone, the new one waits (see [`StartCause::Healing`](super::StartCause::Healing)).
 pub(crate) fn acquire(
     registry: &dyn Registry,
     terms: &Terms<'_>,
@@ -216,13 +205,11 @@ pub(crate) fn acquire(
                     sighting::written_here(terms, choice.worker, version);
                 }
                 return Ok(Grant {
-                    holding: Holding {
-                        token: token.to_owned(),
-                        worker: choice.worker,
-                        marker_unix_millis,
-                        fence_unix_millis,
-                        versions: vec![version],
-                    },
+                    token: token.to_owned(),
+                    worker: choice.worker,
+                    marker_unix_millis,
+                    fence_unix_millis,
+                    versions: vec![version],
                     previous_fence_unix_millis: start,
                     cause,
                 });
@@ -282,6 +269,7 @@ mod tests {
     use std::sync::atomic::Ordering;
 
     use super::*;
+    use crate::lease::protocol::StartCause;
     use crate::lease::protocol::fixtures::{now_ms, terms};
 
     /// A registry where, `left` times, another generator takes the id an
@@ -364,7 +352,7 @@ mod tests {
         };
         let registry = outraced(ATTEMPTS + 8);
         let grant = acquire(&registry, &t, "me", now_ms, None).unwrap();
-        assert_eq!(grant.holding.worker, u64::from(ATTEMPTS + 8));
+        assert_eq!(grant.worker, u64::from(ATTEMPTS + 8));
     }
 
     #[test]
@@ -480,7 +468,7 @@ mod tests {
         for gone in [0, 63, 64, 300, 511] {
             registry.delete_record("n", gone);
             let grant = acquire(&registry, &t, "me", now_ms, None).unwrap();
-            assert_eq!(grant.holding.worker, gone);
+            assert_eq!(grant.worker, gone);
             assert!(matches!(grant.cause, StartCause::Forgotten { .. }));
         }
         match acquire(&registry, &t, "me", now_ms, None) {
@@ -507,8 +495,8 @@ mod tests {
         assert!(!crate::lease::protocol::test_write(&registry, &t).unwrap());
         assert_eq!(registry.record("n", 0).unwrap(), held);
         // Given back, it is written again, its fence kept.
-        let fence = grant.holding.fence_unix_millis;
-        assert!(grant.holding.release(&registry, &t, fence).unwrap());
+        let fence = grant.fence_unix_millis;
+        assert!(grant.release(&registry, &t, fence).unwrap());
         let released = registry.record("n", 0).unwrap();
         assert!(crate::lease::protocol::test_write(&registry, &t).unwrap());
         let rewritten = registry.record("n", 0).unwrap();
@@ -529,7 +517,7 @@ mod tests {
         };
         crate::lease::protocol::readiness(&registry, &t).unwrap();
         let holder = acquire(&registry, &t, "holder", now_ms, None).unwrap();
-        let holders_fence = holder.holding.fence_unix_millis;
+        let holders_fence = holder.fence_unix_millis;
         registry.lose_data();
         assert!(crate::lease::protocol::test_write(&registry, &t).unwrap());
         let written = registry.record("n", 0).unwrap();
@@ -541,7 +529,7 @@ mod tests {
             written.fence_unix_millis
         );
         let next = acquire(&registry, &t, "next", now_ms, None).unwrap();
-        assert_eq!(next.holding.worker, 0);
+        assert_eq!(next.worker, 0);
         assert!(next.previous_fence_unix_millis >= holders_fence);
         assert!(next.previous_fence_unix_millis >= t.unrecorded_fence(marker));
     }

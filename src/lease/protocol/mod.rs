@@ -8,7 +8,7 @@
 //! - `start.rs`: where a new lease's IDs start, and which id it takes
 //!   (rules 2 and 6);
 //! - `acquire.rs`: the acquisition's race against others (rules 7 and 9);
-//! - `holding.rs`: what a held lease writes: renewals and the release
+//! - `grant.rs`: what a granted lease writes: renewals and the release
 //!   (rules 1, 4 and 5);
 //! - `verdict.rs`: a holder's clock against the registry's (rule 6's skew
 //!   allowance);
@@ -17,7 +17,7 @@
 //! - `ids.rs`: holder tokens and record versions.
 
 mod acquire;
-mod holding;
+mod grant;
 mod ids;
 mod sighting;
 mod start;
@@ -25,8 +25,8 @@ mod verdict;
 
 pub(crate) use self::acquire::acquire;
 #[cfg(feature = "inspect")]
-pub(crate) use self::holding::test_write;
-pub(crate) use self::holding::{Holding, Unconfirmed};
+pub(crate) use self::grant::test_write;
+pub(crate) use self::grant::{Grant, Unconfirmed};
 pub(crate) use self::ids::holder_token;
 pub(crate) use self::start::Lost;
 #[cfg(feature = "inspect")]

@@ -589,7 +589,7 @@ mod tests {
         let registry = crate::lease::backend::memory::MemoryRegistry::new();
         let t = Terms { workers: 1, ..t };
         let grant = acquire(&registry, &t, "a", now_ms, None).unwrap();
-        registry.delete_record("n", grant.holding.worker);
+        registry.delete_record("n", grant.worker);
         let before = now_ms();
         let grant = acquire(&registry, &t, "b", now_ms, None).unwrap();
         assert!(
@@ -599,7 +599,7 @@ mod tests {
         let registry = crate::lease::backend::memory::MemoryRegistry::new();
         let grant = acquire(&registry, &t, "a", now_ms, None).unwrap();
         registry.lose_data();
-        let heal = acquire(&registry, &t, "a2", now_ms, Some(&grant.holding.as_lost())).unwrap();
+        let heal = acquire(&registry, &t, "a2", now_ms, Some(&grant.as_lost())).unwrap();
         assert!(matches!(
             heal.cause,
             StartCause::Healing { .. } | StartCause::Marker { .. }

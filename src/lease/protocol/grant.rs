@@ -1,4 +1,4 @@
-//! What a held lease writes: renewals that move its fence forward only once
+//! What a granted lease writes: renewals that move its fence forward only once
 //! the registry confirmed them (rule 1), never over a record that is gone
 //! or another's (rule 4), and a release that lowers only its own lease
 //! (rule 5).
@@ -6,7 +6,7 @@
 use super::Terms;
 use super::ids::fresh_version;
 use super::sighting;
-use super::start::Lost;
+use super::start::{Lost, StartCause};
 #[cfg(feature = "inspect")]
 use crate::lease::backend::ReadRequest;
 use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry, TimeBase};
@@ -14,9 +14,10 @@ use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry, TimeBase};
 /// How many writes whose outcome is unknown a holder remembers.
 const IN_DOUBT: usize = 4;
 
-/// A lease this process holds, as far as it knows.
+/// A lease the registry granted this process, as far as it knows: what its
+/// renewals and its release name, and where its IDs start.
 #[derive(Clone, Debug)]
-pub(crate) struct Holding {
+pub(crate) struct Grant {
     pub(crate) token: String,
     pub(crate) worker: u64,
     /// The marker the lease was taken under: every write names it.
@@ -26,6 +27,12 @@ pub(crate) struct Holding {
     /// The versions the record may have: the last confirmed one first, then
     /// those of writes whose replies were lost.
     pub(super) versions: Vec<u64>,
+    /// Where its IDs start: the fence the previous holder left, or a later
+    /// one the rules set. This holder issues at or past it, and a release
+    /// of a lease nothing was issued under goes back to it.
+    pub(crate) previous_fence_unix_millis: u64,
+    /// Which bound set that start.
+    pub(crate) cause: StartCause,
 }
 
 /// Why a renewal did not confirm a new fence.
@@ -38,7 +45,7 @@ pub(crate) enum Unconfirmed {
     Failed(LeaseError),
 }
 
-impl Holding {
+impl Grant {
     /// What a healing acquisition needs to know of this lease once lost.
     pub(crate) fn as_lost(&self) -> Lost {
         Lost {
