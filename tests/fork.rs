@@ -179,7 +179,7 @@ fn a_forked_child_of_a_leased_generator_issues_nothing_and_releases_nothing() {
 #[test]
 fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
     use flakegen::lease::LeaseError;
-    let url = common::server::env("FLAKEGEN_TEST_REDIS_URL");
+    let url = common::services::env("FLAKEGEN_TEST_REDIS_URL");
     let namespace = format!("fork-{}", std::process::id());
     let lease = |registry| {
         Lease::new(registry, namespace.as_str())
@@ -250,7 +250,7 @@ fn a_forked_child_of_a_generator_leased_from_redis_issues_nothing_twice() {
 #[cfg(feature = "redis")]
 #[test]
 fn copies_that_call_their_restore_hook_lease_again_and_share_no_id() {
-    let url = common::server::env("FLAKEGEN_TEST_REDIS_URL");
+    let url = common::services::env("FLAKEGEN_TEST_REDIS_URL");
     let namespace = format!("restore-{}", std::process::id());
     let lease = || {
         Lease::new(flakegen::lease::connect(&url).unwrap(), namespace.as_str())

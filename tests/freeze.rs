@@ -197,7 +197,7 @@ fn a_holder_that_took_the_id_meanwhile_shares_no_id(registry: &str, url: &str) {
 #[cfg(feature = "redis")]
 mod redis {
     fn url() -> String {
-        super::common::server::env("FLAKEGEN_TEST_REDIS_URL")
+        super::common::services::env("FLAKEGEN_TEST_REDIS_URL")
     }
 
     #[test]
@@ -214,7 +214,7 @@ mod redis {
 #[cfg(feature = "postgres")]
 mod postgres {
     fn url() -> String {
-        super::common::server::env("FLAKEGEN_TEST_POSTGRES_URL")
+        super::common::services::env("FLAKEGEN_TEST_POSTGRES_URL")
     }
 
     #[test]

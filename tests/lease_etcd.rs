@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use common::etcd::{MEMBERS, SERVER};
 use common::replicated::Replicated;
-use common::server::unknown_ca;
+use common::services::unknown_ca;
 use flakegen::lease::backend::{Expect, NewRecord, ReadRequest, Registry};
 use flakegen::lease::{self, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, IssueError, Layout, Snowflake};

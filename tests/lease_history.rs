@@ -35,7 +35,8 @@ use flakegen::lease::{self, Lease, LeaseError};
 use flakegen::{BuildError, Builder, IdGenerator, IssueError, Layout, Snowflake};
 
 use common::replicated::Replicated;
-use common::server::{ALL, pairs, services};
+use common::server::{ALL, pairs};
+use common::services::services;
 use flakegen_contract::Failover;
 
 /// One worker bit: A's id and the other.

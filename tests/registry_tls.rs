@@ -12,7 +12,8 @@ mod common;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use common::server::{ALL, unknown_ca};
+use common::server::ALL;
+use common::services::unknown_ca;
 use flakegen::lease::backend::ReadRequest;
 use flakegen::lease::{self, Lease, LeaseError};
 use flakegen::{Builder, IdGenerator, Layout};

@@ -40,9 +40,9 @@ fn fault(r: &Replicated, choice: u64, dice: &mut dyn Dice) -> Injected {
         }
         5 | 6 => {
             let pids = super::server::Server::server_pids(r.server.replicated, &[]);
-            super::server::signal_all(&pids, "-STOP");
+            super::services::signal_all(&pids, "-STOP");
             sleep(ms(dice, 300, 2_500));
-            super::server::signal_all(&pids, "-CONT");
+            super::services::signal_all(&pids, "-CONT");
             ("api server frozen", false, None)
         }
         _ => {

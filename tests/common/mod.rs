@@ -24,6 +24,8 @@ pub mod replicated;
 #[cfg(feature = "remote")]
 pub mod server;
 #[cfg(feature = "remote")]
+pub mod services;
+#[cfg(feature = "remote")]
 pub mod toxiproxy;
 
 use std::time::Duration;

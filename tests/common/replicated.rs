@@ -12,7 +12,8 @@ use flakegen::lease::backend::Registry;
 use flakegen_contract::{Failover, Fixture, Frozen, Wipe};
 
 use super::forwarder::Forwarder;
-use super::server::{Loss, Server, services, signal_all};
+use super::server::{Loss, Server};
+use super::services::{services, signal_all};
 
 /// A registry's replicated service, made whole.
 pub struct Replicated {
