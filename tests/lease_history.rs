@@ -389,7 +389,7 @@ fn a_new_namespace_waits_once_unless_made_ready() {
     thread::scope(|scope| {
         for server in ALL {
             scope.spawn(move || {
-                let _serial = serial(server.service);
+                let _serial = serial(server.service());
                 let url = server.url();
                 let build = |ns: &str| {
                     let started = Instant::now();
@@ -451,7 +451,7 @@ fn a_dropped_lease_table_is_a_loss() {
         .iter()
         .filter(|s| matches!(s.loss, common::server::Loss::Sql(_)))
     {
-        let _serial = serial(server.service);
+        let _serial = serial(server.service());
         let url = server.url();
         let ns = namespace("dropped");
         common::ready(&[&lease(&url, &ns)]);

@@ -11,8 +11,12 @@
 //! the marker away, one changes Redis' eviction policy and one MariaDB's
 //! log flushing, so the tests of this file run one at a time.
 
-// The root crate's toxiproxy client: a registry reached through a delay.
 mod raw_times;
+// The root crate's test kits that name no registry's feature: the services
+// script, and the toxiproxy client (a registry reached through a delay).
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/common/services.rs"]
+mod services;
 #[allow(dead_code, unreachable_pub)]
 #[path = "../../tests/common/toxiproxy.rs"]
 mod toxiproxy;
@@ -31,10 +35,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn url(backend: &str) -> String {
-    let var = format!("FLAKEGEN_TEST_{}_URL", backend.to_ascii_uppercase());
-    std::env::var(&var).unwrap_or_else(|_| {
-        panic!("{var} is not set: start the servers with `eval \"$(scripts/services.sh start)\"`")
-    })
+    services::url(backend, "")
 }
 
 /// Every registry of the library's table (the CLI is built with them all),
@@ -65,23 +66,6 @@ fn said(output: &Output) -> String {
     )
 }
 
-/// Runs `program` (a server's command-line client) with `args`.
-fn client(program: &str, args: &[&str]) {
-    let status = Command::new(program)
-        .args(args)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success(), "{program} {args:?}");
-}
-
-/// What `program` (a server's command-line client) prints for `args`.
-fn client_says(program: &str, args: &[&str]) -> String {
-    let out = Command::new(program).args(args).output().unwrap();
-    assert!(out.status.success(), "{program} {args:?}: {}", said(&out));
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
 /// What MariaDB's client prints for `sql`, run as the URL's user (the
 /// servers' test credentials) in database `flakegen`.
 fn mariadb(url: &str, sql: &str) -> String {
@@ -90,7 +74,7 @@ fn mariadb(url: &str, sql: &str) -> String {
     let mut args = vec!["-h", &host, "-P", &port];
     args.extend(credentials);
     args.extend(["-e", sql]);
-    client_says("mariadb", &args)
+    services::client("mariadb", &args)
 }
 
 /// The check's lines on `topic`, each whole.
@@ -211,7 +195,7 @@ fn an_eviction_policy_that_may_drop_leases_is_said_with_the_fix() {
     let url = url("redis");
     let (host, port) = address(&url);
     let cli = |policy: &str| {
-        client(
+        services::client(
             "redis-cli",
             &[
                 "-h",
@@ -283,7 +267,9 @@ fn a_namespace_whose_records_are_gone_is_said_so() {
             "mysql" => {
                 mariadb(&url, delete);
             }
-            _ => client("psql", &[&url, "-qc", delete]),
+            _ => {
+                services::client("psql", &[&url, "-qc", delete]);
+            }
         }
         let out = flakegen(&["leases", "check", &url, "--namespace", &ns]);
         let said = said(&out);
@@ -373,32 +359,11 @@ fn a_namespace_made_ready_starts_at_once() {
     }
 }
 
-/// The service of `scripts/services.sh` behind a registry's test URL.
-fn service(backend: &str) -> &'static str {
-    match backend {
-        "mysql" => "mariadb",
-        "postgres" => "postgres",
-        "redis" => "redis",
-        "etcd" => "etcd",
-        "kubernetes" => "kubernetes",
-        other => panic!("no test service for {other}"),
-    }
-}
-
 /// `scripts/services.sh wipe SERVICE [ARG…]`: data deleted by hand.
 fn wipe(backend: &str, args: &[&str]) {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
-    let out = Command::new("bash")
-        .arg(script)
-        .args(["wipe", service(backend)])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "services.sh wipe {backend}: {}",
-        said(&out)
-    );
+    let mut all = vec!["wipe", services::service(backend)];
+    all.extend(args);
+    services::services(&all);
 }
 
 /// Sets its flag when dropped: stops issuing threads on every way out.
@@ -714,12 +679,12 @@ fn settings_under_which_a_crash_forgets_renewals_are_said_with_the_fix() {
     // PostgreSQL's fsync is set when the server starts: the check must say
     // what the server says.
     let url = self::url("postgres");
-    let fsync = client_says("psql", &[&url, "-tAc", "SHOW fsync"]);
+    let fsync = services::client("psql", &[&url, "-tAc", "SHOW fsync"]);
     // A session whose server default is synchronous_commit = off (here the
     // URL's): the registry commits durably all the same, so it is no caveat.
     let commit_off = format!("{url}?options=-c%20synchronous_commit%3Doff");
     assert_eq!(
-        client_says("psql", &[&commit_off, "-tAc", "SHOW synchronous_commit"]),
+        services::client("psql", &[&commit_off, "-tAc", "SHOW synchronous_commit"]),
         "off"
     );
     let out = flakegen(&["leases", "check", &commit_off]);
@@ -902,16 +867,11 @@ fn lose(backend: &str, url: &str) {
         "mysql" => {
             mariadb(url, "TRUNCATE flakegen_leases");
         }
-        "postgres" => client("psql", &[url, "-qc", "TRUNCATE flakegen_leases"]),
+        "postgres" => {
+            services::client("psql", &[url, "-qc", "TRUNCATE flakegen_leases"]);
+        }
         _ => {
-            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
-            let status = Command::new("bash")
-                .args([script, "crash", "redis"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(status.success(), "services.sh crash redis");
+            services::services(&["crash", "redis"]);
         }
     }
 }
@@ -1065,19 +1025,8 @@ fn a_renewal_slower_than_its_call_bound_is_warned_of() {
 #[test]
 fn a_role_missing_a_verb_is_named_by_the_check() {
     let _serial = serial();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/services.sh");
     for verb in ["update", "list"] {
-        let out = Command::new("bash")
-            .arg(script)
-            .args(["token-without", "kubernetes", verb])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let file = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let file = services::services(&["token-without", "kubernetes", verb]);
         let url = url("kubernetes");
         let (base, query) = url.split_once('?').unwrap();
         let query: Vec<String> = query

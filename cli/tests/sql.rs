@@ -18,14 +18,15 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use flakegen::{Fields, Layout, Snowflake};
 
+#[allow(dead_code, unreachable_pub)]
+#[path = "../../tests/common/services.rs"]
+mod services;
+
 /// IDs per preset.
 const COUNT: u64 = 100_000;
 
 fn url(backend: &str) -> String {
-    let var = format!("FLAKEGEN_TEST_{}_URL", backend.to_ascii_uppercase());
-    std::env::var(&var).unwrap_or_else(|_| {
-        panic!("{var} is not set: start the servers with `eval \"$(scripts/services.sh start)\"`")
-    })
+    services::url(backend, "")
 }
 
 /// What `flakegen sql` prints for `dialect`, `layout` and `prefix`.

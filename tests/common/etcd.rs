@@ -12,8 +12,6 @@ pub const MEMBERS: [&str; 3] = ["e1", "e2", "e3"];
 
 pub const SERVER: Server = Server {
     name: "etcd",
-    env: "ETCD",
-    service: "etcd",
     replicated: "etcd",
     pair: false,
     members: &MEMBERS,

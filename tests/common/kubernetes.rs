@@ -12,8 +12,6 @@ use super::server::{Dice, Loss, Server};
 
 pub const SERVER: Server = Server {
     name: "kubernetes",
-    env: "KUBERNETES",
-    service: "kubernetes",
     replicated: "kubernetes",
     pair: false,
     members: &[],

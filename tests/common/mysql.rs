@@ -6,8 +6,6 @@ use super::server::{Dice, Loss, Server};
 
 pub const SERVER: Server = Server {
     name: "mysql",
-    env: "MYSQL",
-    service: "mariadb",
     replicated: "mariadb-pair",
     pair: true,
     members: &[],

@@ -6,8 +6,6 @@ use super::server::{Dice, Loss, Server};
 
 pub const SERVER: Server = Server {
     name: "postgres",
-    env: "POSTGRES",
-    service: "postgres",
     replicated: "postgres-pair",
     pair: true,
     members: &[],

@@ -6,8 +6,6 @@ use super::server::{Dice, Loss, Server};
 
 pub const SERVER: Server = Server {
     name: "redis",
-    env: "REDIS",
-    service: "redis",
     replicated: "redis-pair",
     pair: true,
     members: &[],

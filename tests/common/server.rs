@@ -5,17 +5,13 @@
 use std::process::Command;
 
 use super::replicated::Replicated;
-use super::services::{env, services};
+use super::services;
 
 /// A registry's test servers: one of its own, and a replicated service (a
 /// pair that fails over, or the etcd cluster).
 pub struct Server {
     /// The registry's name in test output and on a test's command line.
     pub name: &'static str,
-    /// The middle of its URL variables: `FLAKEGEN_TEST_<env>_URL`.
-    pub env: &'static str,
-    /// Its service alone in `scripts/services.sh`.
-    pub service: &'static str,
     /// Its replicated service: a pair (`<service>-pair`, members `a` and
     /// `b`, reached through a forwarder that follows the primary), or a
     /// cluster (every member in the URL).
@@ -84,30 +80,31 @@ pub fn pairs() -> impl Iterator<Item = &'static Server> {
 impl Server {
     /// Its own test server's URL (the cluster's, for etcd).
     pub fn url(&self) -> String {
-        env(&format!("FLAKEGEN_TEST_{}_URL", self.env))
+        services::url(self.name, "")
+    }
+
+    /// Its service alone in `scripts/services.sh`.
+    pub fn service(&self) -> &'static str {
+        services::service(self.name)
     }
 
     /// Its own test server's URL over TLS, verified against the test CA: a
     /// role that PostgreSQL takes over TLS only; Redis's TLS-only port; a
     /// MariaDB user that `REQUIRE SSL`; etcd's TLS ports.
     pub fn tls_url(&self) -> String {
-        env(&format!("FLAKEGEN_TEST_{}_TLS_URL", self.env))
+        services::url(self.name, "TLS")
     }
 
     /// The URL of a member (`a` or `b`) of its pair.
     pub fn member_url(&self, member: &str) -> String {
-        env(&format!(
-            "FLAKEGEN_TEST_{}_{}_URL",
-            self.env,
-            member.to_ascii_uppercase()
-        ))
+        services::url(self.name, &member.to_ascii_uppercase())
     }
 
     /// `scripts/services.sh <verb> <its own service> [args]`.
     pub fn services(&self, verb: &str, args: &[&str]) -> String {
-        let mut all = vec![verb, self.service];
+        let mut all = vec![verb, self.service()];
         all.extend(args);
-        services(&all)
+        services::services(&all)
     }
 
     /// The processes of a service's server, to freeze: the one its pid
@@ -116,7 +113,7 @@ impl Server {
     pub fn server_pids(service: &str, args: &[&str]) -> Vec<String> {
         let mut all = vec!["pid-file", service];
         all.extend(args);
-        let file = services(&all);
+        let file = services::services(&all);
         let main = std::fs::read_to_string(file);
         let Some(main) = main.ok().and_then(|t| t.lines().next().map(str::to_owned)) else {
             return vec![];
