@@ -81,10 +81,11 @@
 //! README's table, the crate's guide and every list of registries in the
 //! docs are checked against it: `tests/release.rs`), its
 //! feature in `Cargo.toml`, its test servers in
-//! `scripts/services/<service>.sh`, its fixture in `tests/common/<name>.rs`
-//! and the list `ALL` in `tests/common/server.rs` (which runs the contract
-//! suite, the fault test and the cross-registry tests on it), and the
-//! registries CI checks in `.ci/run`.
+//! `scripts/services/<service>.sh`, its fixture in `tests/common/<name>.rs`,
+//! the list `ALL` in `tests/common/server.rs` (which runs the contract
+//! suite, the fault test and the cross-registry tests on it) and its
+//! service's name in `tests/common/services.rs` (which the CLI's tests
+//! share), and the registries CI checks in `.ci/run`.
 
 use std::ops::Range;
 use std::sync::Arc;
