@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::Level;
 
 use super::backend::client::budget::{self, Budget, DEFAULT_TIMEOUT};
 use super::backend::{LeaseError, Registry};
@@ -26,8 +25,7 @@ mod report;
 
 use self::held::{Held, Said};
 use self::report::{
-    UNTIL_LEASED, UNTIL_REBUILT, UNTIL_RENEWED, abandoned, announce, event, fence_reached,
-    issues_again, when,
+    UNTIL_LEASED, UNTIL_REBUILT, UNTIL_RENEWED, abandoned, announce, fence_reached, issues_again,
 };
 
 /// What the lease's thread keeps a lease on: the registry and the terms.
@@ -262,14 +260,7 @@ impl Keeping {
                 let lead = lead_millis(fence_unix_millis, shared.now_ms());
                 meter::renewed(&shared.namespace, asked_at.elapsed(), lead);
                 if said.failing || said.fence_reached {
-                    event!(
-                        Level::INFO,
-                        shared,
-                        worker,
-                        fence_unix_millis,
-                        None::<&LeaseError>,
-                        "lease recovered"
-                    );
+                    report::recovered(shared, worker, fence_unix_millis);
                 }
                 *said = Said::default();
                 // The server extended the lease no earlier than the request left.
@@ -283,21 +274,8 @@ impl Keeping {
                 let starts = held.grant.previous_fence_unix_millis;
                 let lost = held.grant.as_lost();
                 let old = held.claim;
+                report::lost(shared, (worker, fence, starts), &e, self.reacquire);
                 if self.reacquire {
-                    let message = format!(
-                        "lease lost: the generator issues up to its fence ({}), then refuses \
-                         until it has leased a worker id again, which it does meanwhile",
-                        when(shared, fence)
-                    );
-                    event!(
-                        Level::WARN,
-                        shared,
-                        worker,
-                        fence,
-                        Some(&e),
-                        message,
-                        starts_unix_millis = starts
-                    );
                     let why = format!("lost ({e}); leasing a worker id again");
                     shared.set(LeaseState::Reacquiring, Some(why), None);
                     *said = Said::default();
@@ -305,21 +283,6 @@ impl Keeping {
                     // At once: every moment counts towards the new lease's start.
                     (Phase::Reacquiring { old, lost }, Instant::now())
                 } else {
-                    let message = format!(
-                        "lease lost: the generator issues up to its fence ({}), then refuses \
-                         for good (Lease::reacquire is off): build a new generator to lease a \
-                         worker id again",
-                        when(shared, fence)
-                    );
-                    event!(
-                        Level::ERROR,
-                        shared,
-                        worker,
-                        fence,
-                        Some(&e),
-                        message,
-                        starts_unix_millis = starts
-                    );
                     shared.set(LeaseState::Lost, Some(e.to_string()), None);
                     fence_reached(shared, &old, said, UNTIL_REBUILT);
                     (Phase::Lost { old }, Instant::now() + retry)
@@ -334,13 +297,7 @@ impl Keeping {
                 let again = if said.failing { retry } else { Duration::ZERO };
                 if !said.failing {
                     said.failing = true;
-                    let fence = held.claim.fence().unix_millis();
-                    let message = format!(
-                        "lease renewals failing: the generator issues up to its fence ({}) while \
-                         they are retried, then refuses until one is confirmed",
-                        when(shared, fence)
-                    );
-                    event!(Level::WARN, shared, worker, fence, Some(&e), message);
+                    report::renewals_failing(shared, worker, held.claim.fence().unix_millis(), &e);
                 }
                 shared.set(LeaseState::Renewing, Some(e.to_string()), None);
                 fence_reached(shared, &held.claim, said, UNTIL_RENEWED);
@@ -374,18 +331,7 @@ impl Keeping {
                 let again = if said.failing { retry } else { Duration::ZERO };
                 if !said.failing {
                     said.failing = true;
-                    let fence = old.fence().unix_millis();
-                    let message = if shared.now_ms() < fence {
-                        format!(
-                            "lease reacquisition failing: the generator issues up to its old \
-                             lease's fence ({}) while it is retried, then refuses",
-                            when(shared, fence)
-                        )
-                    } else {
-                        "lease reacquisition failing: the generator refuses while it is retried"
-                            .to_owned()
-                    };
-                    event!(Level::WARN, shared, old.worker(), fence, Some(&e), message);
+                    report::reacquisition_failing(shared, &old, &e);
                 }
                 let why = format!("leasing a worker id again after a loss: {e}");
                 shared.set(LeaseState::Reacquiring, Some(why), None);
@@ -425,32 +371,8 @@ impl Keeping {
             Err(e) => Err((e, "lease not released: it expires after its TTL")),
         };
         meter::lease_state(&shared.namespace, LeaseState::Released.named());
-        match outcome {
-            Ok(()) => {
-                meter::count(meter::RELEASES, &shared.namespace);
-                let message = "lease released";
-                event!(
-                    Level::INFO,
-                    shared,
-                    worker,
-                    fence_unix_millis,
-                    None::<&LeaseError>,
-                    message
-                );
-                Ok(())
-            }
-            Err((e, message)) => {
-                event!(
-                    Level::WARN,
-                    shared,
-                    worker,
-                    fence_unix_millis,
-                    Some(&e),
-                    message
-                );
-                Err(e)
-            }
-        }
+        report::released(shared, worker, fence_unix_millis, outcome.as_ref().err());
+        outcome.map_err(|(e, _)| e)
     }
 }
 

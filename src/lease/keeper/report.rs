@@ -34,7 +34,6 @@ macro_rules! event {
         )
     };
 }
-pub(super) use event;
 
 /// Puts `held` in force: the generator's view of its lease, and the event
 /// that says so. `previous`: the worker of the lease lost, for a lease
@@ -165,6 +164,123 @@ pub(super) fn fence_reached(shared: &Shared, claim: &Claim, said: &mut Said, unt
         message
     );
     true
+}
+
+/// Says that a renewal was confirmed after failures, or after the fence.
+pub(super) fn recovered(shared: &Shared, worker: u64, fence_unix_millis: u64) {
+    let none = None::<&LeaseError>;
+    event!(
+        Level::INFO,
+        shared,
+        worker,
+        fence_unix_millis,
+        none,
+        "lease recovered"
+    );
+}
+
+/// Says that the lease of `worker`, fenced at `fence` and started at
+/// `starts` (ms), was lost for `e`, and what the generator does next: lease
+/// again (`reacquire`), or refuse for good past its fence.
+pub(super) fn lost(
+    shared: &Shared,
+    (worker, fence, starts): (u64, u64, u64),
+    e: &LeaseError,
+    reacquire: bool,
+) {
+    if reacquire {
+        let message = format!(
+            "lease lost: the generator issues up to its fence ({}), then refuses until it has \
+             leased a worker id again, which it does meanwhile",
+            when(shared, fence)
+        );
+        let e = Some(e);
+        event!(
+            Level::WARN,
+            shared,
+            worker,
+            fence,
+            e,
+            message,
+            starts_unix_millis = starts
+        );
+    } else {
+        let message = format!(
+            "lease lost: the generator issues up to its fence ({}), then refuses for good \
+             (Lease::reacquire is off): build a new generator to lease a worker id again",
+            when(shared, fence)
+        );
+        let e = Some(e);
+        event!(
+            Level::ERROR,
+            shared,
+            worker,
+            fence,
+            e,
+            message,
+            starts_unix_millis = starts
+        );
+    }
+}
+
+/// Says, at the first failure of an outage, that renewals are failing.
+pub(super) fn renewals_failing(shared: &Shared, worker: u64, fence: u64, e: &LeaseError) {
+    let message = format!(
+        "lease renewals failing: the generator issues up to its fence ({}) while they are \
+         retried, then refuses until one is confirmed",
+        when(shared, fence)
+    );
+    event!(Level::WARN, shared, worker, fence, Some(e), message);
+}
+
+/// Says, at its first failure, that leasing again after the loss of `old`
+/// is failing.
+pub(super) fn reacquisition_failing(shared: &Shared, old: &Claim, e: &LeaseError) {
+    let fence = old.fence().unix_millis();
+    let message = if shared.now_ms() < fence {
+        format!(
+            "lease reacquisition failing: the generator issues up to its old lease's fence ({}) \
+             while it is retried, then refuses",
+            when(shared, fence)
+        )
+    } else {
+        "lease reacquisition failing: the generator refuses while it is retried".to_owned()
+    };
+    event!(Level::WARN, shared, old.worker(), fence, Some(e), message);
+}
+
+/// Says how a release ended: released, or not (`failed`: why, and what
+/// that means).
+pub(super) fn released(
+    shared: &Shared,
+    worker: u64,
+    fence_unix_millis: u64,
+    failed: Option<&(LeaseError, &str)>,
+) {
+    match failed {
+        None => {
+            meter::count(meter::RELEASES, &shared.namespace);
+            let none = None::<&LeaseError>;
+            event!(
+                Level::INFO,
+                shared,
+                worker,
+                fence_unix_millis,
+                none,
+                "lease released"
+            );
+        }
+        Some((e, message)) => {
+            event!(
+                Level::WARN,
+                shared,
+                worker,
+                fence_unix_millis,
+                Some(e),
+                message
+            );
+        }
+    }
 }
 
 /// `2026-12-01T19:05:31.808Z, in 12.0 s`, by the generator's clock.
