@@ -90,10 +90,10 @@
 //! | --- | --- |
 //! | 1. Confirm, then use | `protocol/grant.rs` |
 //! | 2. Successors start at the fence | `protocol/start.rs` |
-//! | 3. Lead bound | `protocol/mod.rs` |
+//! | 3. Lead bound | `protocol/terms.rs` |
 //! | 4. No resurrection | `protocol/grant.rs` |
 //! | 5. Only its own lease is lowered | `protocol/grant.rs` |
-//! | 6. Losses are fenced | `protocol/start.rs`, `protocol/mod.rs` |
+//! | 6. Losses are fenced | `protocol/start.rs`, `protocol/terms.rs` |
 //! | 7. Bounded | `protocol/acquire.rs` |
 //! | 8. `lease()` tells the truth | `status.rs` |
 //! | 9. Cheap at any scale | `protocol/acquire.rs` |

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-
 use super::backend::client::budget::{self, Budget, DEFAULT_TIMEOUT};
 use super::backend::{LeaseError, Registry};
 use super::claim::Claim;

@@ -8,11 +8,11 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::Terms;
 use super::grant::Grant;
 use super::ids::fresh_version;
 use super::sighting;
 use super::start::{Choice, Lost};
+use super::terms::Terms;
 use crate::lease::backend::{
     Expect, LeaseError, NewRecord, ReadRequest, Registry, Snapshot, TimeBase,
 };

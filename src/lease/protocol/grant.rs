@@ -3,10 +3,10 @@
 //! or another's (rule 4), and a release that lowers only its own lease
 //! (rule 5).
 
-use super::Terms;
 use super::ids::fresh_version;
 use super::sighting;
 use super::start::{Lost, StartCause};
+use super::terms::Terms;
 #[cfg(feature = "inspect")]
 use crate::lease::backend::ReadRequest;
 use crate::lease::backend::{Expect, LeaseError, NewRecord, Registry, TimeBase};

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use super::Terms;
+use super::terms::Terms;
 use crate::clock::units::millis;
 use crate::lease::backend::Snapshot;
 use crate::process::PerCopy;

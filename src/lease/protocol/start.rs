@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use super::{Terms, seen};
+use super::terms::{Terms, seen};
 use crate::clock::units::Moment;
 use crate::lease::backend::{Expect, RecordState, Snapshot};
 #[cfg(feature = "inspect")]

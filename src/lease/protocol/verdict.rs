@@ -2,7 +2,7 @@
 //! loss rule (rule 6) relies on, checked at every acquisition and renewal,
 //! and the verdict `flakegen leases check` reports.
 
-use super::Terms;
+use super::terms::Terms;
 use crate::lease::backend::LeaseError;
 
 /// How a host's clock stands against a registry server's, as leasing
