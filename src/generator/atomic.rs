@@ -73,7 +73,16 @@ impl<C: Clock> Raw<C> for Atomic {
     // the compare with the claim's cap (one load: the lease's fence), the
     // compare with the clock's unit below (a shift, a multiply, a compare:
     // an ID's timestamp is the clock's), and `compose_tick` (two masks and
-    // two multiplies: the layout is chosen at run time). `inline(always)`
+    // two multiplies: the layout is chosen at run time). About 25
+    // instructions, a dozen of them loads of the layout and the claim, which
+    // the `fetch_add`, a full barrier on x86, keeps the compiler from
+    // hoisting out of a caller's loop. Some processes run them in the clock
+    // read's shadow (atomic/tsc within 0.3 ns of its floor); in others every
+    // instruction between two `fetch_add`s costs its own time, as plain
+    // loads added to the floor do, and they cost 2–3 ns on `TscClock`.
+    // Nothing computed from the clock may go before the `fetch_add`: it
+    // waits for the clock's whole chain (the clock's unit worked out there,
+    // to shorten the compare after it, cost 3 ns more). `inline(always)`
     // here and in `issue`: `TscClock`'s read made the inliner leave a call
     // with its result in memory in the middle (four floor runs each, over
     // the floor: 0.1–1.7 ns system, 0.2–3.2 ns TSC; 1.5–1.6 and 3.2–3.4
